@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs Kinference's build and test dependencies from Debian 12 packages.
+# Boost is pinned to the 1.81 packages (Debian 12's default libboost-dev is 1.74).
+# libmsgpack-cxx-dev is left out: in Debian 12 it depends on libboost-dev (1.74), which conflicts
+# with the 1.81 headers; it returns with the KV-events issue (MSGPACK_NO_BOOST, headers only).
+# Runs non-interactively as root (CI) or through sudo.
+set -euo pipefail
+PKGS=(
+  build-essential cmake ninja-build pkg-config
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
+  libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev libxxhash-dev
+  libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libzmq3-dev cppzmq-dev libsqlite3-dev
+  python3 python3-venv curl clang-format ccache
+)
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null

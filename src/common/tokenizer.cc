@@ -1,0 +1,105 @@
+#include "common/tokenizer.h"
+
+#include <xxhash.h>
+
+#include <array>
+#include <cctype>
+
+namespace kinference {
+namespace {
+
+constexpr std::array<std::string_view, 3> kSpecialTokens = {"<|im_start|>", "<|im_end|>",
+                                                             "<|endoftext|>"};
+constexpr size_t kMaxWordBytes = 8;
+
+bool IsSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+size_t SpecialAt(std::string_view text, size_t pos) {
+  if (text[pos] != '<') return 0;
+  for (auto s : kSpecialTokens) {
+    if (text.substr(pos, s.size()) == s) return s.size();
+  }
+  return 0;
+}
+
+// Length in bytes of the token starting at `pos`.
+size_t NextTokenLength(std::string_view text, size_t pos) {
+  if (size_t n = SpecialAt(text, pos)) return n;
+  size_t i = pos;
+  if (text[i] == ' ' && i + 1 < text.size() && !IsSpace(text[i + 1]) &&
+      SpecialAt(text, i + 1) == 0) {
+    ++i;  // rule 2: one leading space joins the word
+  }
+  if (!IsSpace(text[i])) {
+    size_t start = i;
+    while (i < text.size() && !IsSpace(text[i]) && i - start < kMaxWordBytes &&
+           (i == start || SpecialAt(text, i) == 0)) {
+      ++i;
+    }
+    return i - pos;
+  }
+  // rule 3: whitespace run; leave a final space before a word to that word.
+  while (i < text.size() && IsSpace(text[i])) ++i;
+  if (i < text.size() && i - pos > 1 && text[i - 1] == ' ' && SpecialAt(text, i) == 0) --i;
+  return i - pos;
+}
+
+TokenId IdOf(std::string_view piece) {
+  return static_cast<TokenId>(XXH3_64bits(piece.data(), piece.size()) & 0x7fffffffu);
+}
+
+}  // namespace
+
+std::vector<TokenId> Tokenize(std::string_view text) {
+  std::vector<TokenId> ids;
+  ids.reserve(text.size() / 4 + 1);
+  for (size_t pos = 0; pos < text.size();) {
+    size_t n = NextTokenLength(text, pos);
+    ids.push_back(IdOf(text.substr(pos, n)));
+    pos += n;
+  }
+  return ids;
+}
+
+size_t CountTokens(std::string_view text) {
+  size_t count = 0;
+  for (size_t pos = 0; pos < text.size(); ++count) pos += NextTokenLength(text, pos);
+  return count;
+}
+
+std::vector<uint32_t> TokenLengths(std::string_view text) {
+  std::vector<uint32_t> lengths;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t n = NextTokenLength(text, pos);
+    lengths.push_back(static_cast<uint32_t>(n));
+    pos += n;
+  }
+  return lengths;
+}
+
+std::string SyntheticWord(uint64_t seed, uint64_t index) {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  uint64_t key[2] = {seed, index};
+  uint64_t h = XXH3_64bits(key, sizeof(key));
+  size_t len = 2 + h % 6;  // 2..7 bytes
+  h /= 6;
+  std::string w(len, 'a');
+  for (size_t i = 0; i < len; ++i) {
+    w[i] = kAlphabet[h % 36];
+    h /= 36;
+    if (h == 0) h = XXH3_64bits(&h, sizeof(h)) | 1;
+  }
+  return w;
+}
+
+std::string SyntheticText(uint64_t seed, size_t n_tokens) {
+  std::string out;
+  out.reserve(n_tokens * 6);
+  for (size_t i = 0; i < n_tokens; ++i) {
+    out.push_back(' ');
+    out += SyntheticWord(seed, i);
+  }
+  return out;
+}
+
+}  // namespace kinference

@@ -1,0 +1,112 @@
+// Engine: a vLLM-V1-like inference engine model, as a pure library.
+//
+// What it promises: given requests (token ids) and the passage of time, it schedules
+// them the way vLLM's V1 scheduler does (continuous batching under a per-step token
+// budget, chunked prefill, 16-token paged KV blocks with prefix caching by chained
+// block hashes, LRU eviction of unreferenced cached blocks, recompute preemption when
+// blocks run out) and reports per-step outputs (tokens, finished requests with usage and
+// timings) and vLLM-named metrics. Step durations come from the hardware profile's
+// cost model (engine/profile.h).
+//
+// No I/O, no threads, no clock reads: every call takes the current time explicitly.
+// The engine-sim shell drives it with a (scaled) real clock; the simulator with a
+// virtual one. Driving loop:
+//   while (auto d = engine.PlanStep(now)) { wait until now + *d; out = engine.CompleteStep(); }
+//
+// Thread-safety: not thread-safe; one owner thread (or strand) per Engine.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "common/tokenizer.h"
+#include "engine/metrics.h"
+#include "engine/profile.h"
+
+namespace kinference::engine {
+
+struct EngineRequest {
+  std::string id;                 // unique among live requests
+  std::vector<TokenId> prompt;    // rendered, tokenized prompt
+  int max_tokens = 16;            // output length cap (tokens)
+  bool ignore_eos = false;        // true: always produce exactly max_tokens
+  uint64_t seed = 0;              // fixes the output tokens and the EOS position
+  Seconds arrival = 0;            // when the request reached the engine
+};
+
+// One generated token.
+struct TokenEvent {
+  std::string request_id;
+  TokenId token = 0;
+  std::string text;  // detokenized piece, e.g. " k3x9"
+  int index = 0;     // 0 for the first output token
+};
+
+enum class FinishReason { kLength, kStop, kAbort };
+const char* FinishReasonName(FinishReason r);  // "length", "stop", "abort"
+
+struct FinishedRequest {
+  std::string request_id;
+  FinishReason reason = FinishReason::kLength;
+  int prompt_tokens = 0;
+  int cached_tokens = 0;  // prefix-cache hit at first scheduling, as vLLM reports it
+  int completion_tokens = 0;
+  Seconds arrival = 0, first_scheduled = 0, first_token = 0, finished = 0;
+  int preemptions = 0;
+};
+
+// vLLM KV-cache events (vllm/distributed/kv_events.py): BlockStored, BlockRemoved,
+// AllBlocksCleared. Kept for the KV-events feed; the router does not need them.
+struct KvEvent {
+  enum class Kind { kBlockStored, kBlockRemoved, kAllBlocksCleared } kind;
+  std::vector<uint64_t> block_hashes;
+  std::optional<uint64_t> parent_block_hash;
+};
+
+struct StepOutput {
+  Seconds start = 0, end = 0;
+  int scheduled_prefill_tokens = 0;
+  int scheduled_decode_seqs = 0;
+  std::vector<TokenEvent> tokens;
+  std::vector<FinishedRequest> finished;
+  std::vector<KvEvent> kv_events;
+};
+
+class Engine {
+ public:
+  explicit Engine(HardwareProfile profile);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request. Errors: kInvalidArgument for an empty prompt, max_tokens < 1,
+  // a duplicate live id, or prompt + max_tokens over profile.max_model_len.
+  Status AddRequest(EngineRequest request);
+  // Aborts a waiting or running request; frees its blocks; it appears in the next
+  // step's `finished` with reason kAbort. Unknown ids are ignored.
+  void Abort(const std::string& request_id);
+
+  bool HasWork() const;
+  // Schedules the next step at `now` and returns its duration in seconds, or nullopt
+  // when there is nothing to run. Must be followed by CompleteStep() before the next
+  // PlanStep(); AddRequest/Abort are allowed in between and take effect next step.
+  std::optional<Seconds> PlanStep(Seconds now);
+  // Applies the planned step (ending at plan time + duration) and returns what it
+  // produced.
+  StepOutput CompleteStep();
+
+  // Current gauges, counters and histograms under vLLM's metric names.
+  const EngineMetrics& metrics() const;
+  const HardwareProfile& profile() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kinference::engine

@@ -1,0 +1,19 @@
+// kinference: one binary, one subcommand per shell (gateway, engine-sim, simulate, bench).
+// Each shell registers its own subcommand and options (see its cli.h).
+#include <CLI/CLI.hpp>
+
+#include "bench/cli.h"
+#include "enginesim/cli.h"
+#include "gateway/cli.h"
+#include "sim/cli.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kinference: TTFT-aware inference routing for vLLM"};
+  app.require_subcommand(1);
+  kinference::gateway::RegisterCommand(app);
+  kinference::enginesim::RegisterCommand(app);
+  kinference::sim::RegisterCommand(app);
+  kinference::bench::RegisterCommand(app);
+  CLI11_PARSE(app, argc, argv);
+  return kinference::ExitCode();
+}

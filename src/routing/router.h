@@ -1,0 +1,123 @@
+// Router: the routing core. Given a request and candidate endpoints, picks one and says
+// why. A pure library: no I/O, no threads, time passed in explicitly.
+//
+// It sees only what a real deployment exposes (DEVELOPERS.md): each endpoint's scraped
+// vLLM /metrics with their age (ObserveMetrics), its own in-flight bookkeeping
+// (OnDispatched / OnFirstToken / OnFinished), and finished requests' usage and timings.
+// From these it keeps, per endpoint, an approximate prefix index (routing/prefix_index.h)
+// and a TTFT predictor learned online (routing/ttft_predictor.h). It never sees an
+// engine's internals. The gateway (real time) and the simulator (virtual time) feed it
+// the same events.
+//
+// Thread-safety: not thread-safe. The gateway serialises all calls on one strand.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "routing/metrics_snapshot.h"
+
+namespace kinference::routing {
+
+using EndpointId = std::string;
+
+struct EndpointInfo {
+  EndpointId id;      // unique name, e.g. "pool-a/0"
+  std::string model;  // served model name
+  std::string pool;   // pool name
+};
+
+// What the router knows about a request before routing it.
+struct RequestFeatures {
+  std::string request_id;
+  std::string model;
+  // Chained hashes of consecutive fixed-size character blocks of the rendered request
+  // text (see ChainedBlockHashes); the prefix index matches on these.
+  std::vector<uint64_t> block_hashes;
+  size_t prompt_chars = 0;  // characters of the rendered text
+  int max_tokens = 0;       // requested output cap (0 if unknown)
+};
+
+// Chained hashes of `text` split into blocks of `block_chars` characters; the last
+// partial block is dropped. hash[i] depends on every character of blocks 0..i.
+std::vector<uint64_t> ChainedBlockHashes(std::string_view text, size_t block_chars);
+
+struct CandidateScore {
+  EndpointId endpoint;
+  double predicted_ttft_s = 0;    // predictor's TTFT estimate
+  double queue_wait_s = 0;        // part of it spent waiting for work ahead
+  double matched_tokens = 0;      // estimated prefix-cache hit (tokens)
+  int in_flight = 0;              // requests dispatched here and not finished
+  double metrics_age_s = -1;      // age of the last scrape; -1 if never scraped
+  double score = 0;               // the strategy's own score (lower is better)
+};
+
+struct Decision {
+  EndpointId endpoint;
+  std::string strategy;
+  double predicted_ttft_s = 0;
+  double matched_tokens = 0;
+  std::vector<CandidateScore> candidates;  // one per candidate considered
+};
+
+struct Usage {
+  int prompt_tokens = 0;
+  int cached_tokens = 0;  // prompt_tokens_details.cached_tokens
+  int completion_tokens = 0;
+};
+
+enum class Outcome { kSuccess, kError, kCancelled };
+
+struct RouterConfig {
+  size_t block_chars = 128;             // prefix-index block size (characters)
+  std::string default_strategy = "predicted-ttft";
+  double stale_metrics_s = 5.0;         // older scrapes are trusted less
+  uint64_t seed = 1;                    // for `random` and tie-breaking
+};
+
+class Router {
+ public:
+  explicit Router(RouterConfig config);
+  ~Router();
+  Router(const Router&) = delete;
+  Router& operator=(const Router&) = delete;
+
+  void AddEndpoint(const EndpointInfo& info, Seconds now);
+  void RemoveEndpoint(const EndpointId& id);
+  // Forgets what the router believed an endpoint's cache held (e.g. it restarted).
+  void ResetEndpoint(const EndpointId& id);
+  // A scrape of the endpoint's /metrics taken at `scraped_at`.
+  void ObserveMetrics(const EndpointId& id, const MetricsSnapshot& snapshot,
+                      Seconds scraped_at);
+  // Marks an endpoint (un)healthy; unhealthy endpoints are never picked.
+  void SetHealthy(const EndpointId& id, bool healthy);
+
+  // Picks among `candidates` (all endpoints serving features.model when empty) with
+  // the named strategy (config default when empty). Errors: kInvalidArgument for an
+  // unknown strategy, kNotFound when no endpoint serves the model, kUnavailable when
+  // none is healthy.
+  Result<Decision> Pick(const RequestFeatures& features, std::span<const EndpointId> candidates,
+                        std::string_view strategy, Seconds now);
+
+  // Request lifecycle, as the gateway observes it.
+  void OnDispatched(const RequestFeatures& features, const Decision& decision, Seconds now);
+  void OnFirstToken(const std::string& request_id, Seconds now);
+  void OnFinished(const std::string& request_id, const Usage& usage, Outcome outcome,
+                  Seconds now);
+
+  std::vector<std::string> StrategyNames() const;
+  std::vector<EndpointInfo> Endpoints() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kinference::routing
