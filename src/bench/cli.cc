@@ -1,5 +1,220 @@
 #include "bench/cli.h"
 
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "bench/driver.h"
+#include "bench/report.h"
+#include "http/client.h"
+#include "workload/workload.h"
+
 namespace kinference::bench {
-void RegisterCommand(CLI::App& app) { (void)app; }
+namespace {
+
+struct CliOptions {
+  std::string target;
+  std::string workload = "shared-prefix";
+  size_t sessions = 0;  // 0: workload default (24; the whole trace slice for trace)
+  double rate = 0;
+  size_t concurrency = 0;
+  std::string strategy;
+  std::string model;
+  double time_scale = 1.0;
+  std::string trace = "../shared/traces/mooncake_conversation_trace.jsonl";
+  size_t offset = 0;
+  double speed = 1.0;
+  int max_output_tokens = 0;
+  uint64_t seed = 1;
+  std::string out_dir;
+  std::string summary;
+  std::string label;
+  double request_timeout_s = 1800;
+  std::string table_summary;
+};
+
+// The first model the target serves (GET /v1/models), for runs without --model.
+Result<std::string> DiscoverModel(const std::string& host, uint16_t port) {
+  http::ClientRequest req;
+  req.method = "GET";
+  req.host = host;
+  req.port = port;
+  req.target = "/v1/models";
+  req.header_timeout_s = 10;
+  auto r = http::FetchSync(std::move(req));
+  if (!r.ok()) return r.status();
+  boost::system::error_code ec;
+  auto v = boost::json::parse(r->body, ec);
+  if (ec || r->status != 200 || !v.is_object()) {
+    return Status(ErrorCode::kUnavailable, "GET /v1/models failed; give --model");
+  }
+  const auto* data = v.as_object().if_contains("data");
+  if (!data || !data->is_array() || data->as_array().empty() || !data->as_array()[0].is_object()) {
+    return Status(ErrorCode::kUnavailable, "no model listed by /v1/models; give --model");
+  }
+  const auto* id = data->as_array()[0].as_object().if_contains("id");
+  if (!id || !id->is_string()) return Status(ErrorCode::kUnavailable, "model without id");
+  return std::string(id->as_string());
+}
+
+int RunBench(const CliOptions& o) {
+  auto hp = http::ParseHostPort(o.target);
+  if (!hp.ok()) {
+    fmt::print(stderr, "bench: bad --target '{}': {}\n", o.target, hp.status().message());
+    return 2;
+  }
+  workload::WorkloadSpec spec;
+  spec.name = o.workload;
+  spec.sessions = o.sessions > 0 ? o.sessions : (o.workload == "trace" ? 0 : spec.sessions);
+  spec.rate_rps = o.rate;
+  spec.seed = o.seed;
+  spec.trace_path = o.trace;
+  spec.trace_offset = o.offset;
+  spec.speed = o.speed;
+  spec.max_output_tokens = o.max_output_tokens;
+  auto sessions = workload::MakeWorkload(spec);
+  if (!sessions.ok()) {
+    fmt::print(stderr, "bench: {}\n", sessions.status().message());
+    return 2;
+  }
+
+  DriverOptions d;
+  d.host = hp->first;
+  d.port = hp->second;
+  d.strategy = o.strategy;
+  d.time_scale = o.time_scale;
+  d.concurrency = o.concurrency;
+  d.request_timeout_s = o.request_timeout_s;
+  if (d.concurrency == 0 && o.rate <= 0 && o.workload != "trace") d.concurrency = 1;
+  d.model = o.model;
+  if (d.model.empty()) {
+    auto m = DiscoverModel(d.host, d.port);
+    if (!m.ok()) {
+      fmt::print(stderr, "bench: {}\n", m.status().message());
+      return 2;
+    }
+    d.model = *m;
+  }
+  size_t total = 0;
+  for (const auto& s : *sessions) total += s.turns.size();
+  size_t step = std::max<size_t>(1, total / 10);
+  d.on_record = [total, step](const RequestRecord& r, size_t done) {
+    if (done % step == 0 || done == total) {
+      fmt::print(stderr, "bench: {}/{} requests done{}\n", done, total,
+                 r.ok() ? "" : " (last failed: " + r.error + ")");
+    }
+  };
+  fmt::print(
+      stderr, "bench: {} {} requests ({} sessions) -> {} strategy={} {} time_scale={}\n",
+      o.workload, total, sessions->size(), o.target, o.strategy.empty() ? "direct" : o.strategy,
+      d.concurrency > 0 ? fmt::format("concurrency={}", d.concurrency) : std::string("open-loop"),
+      o.time_scale);
+
+  auto run = RunSessions(*sessions, d);
+  if (!run.ok()) {
+    fmt::print(stderr, "bench: {}\n", run.status().message());
+    return 2;
+  }
+  RunInfo info{o.workload,   o.strategy.empty() ? "direct" : o.strategy,
+               o.label,      o.target,
+               o.time_scale, run->duration_s};
+  Summary summary = Summarize(run->records, info);
+  auto json = SummaryJson(summary);
+
+  if (!o.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.out_dir, ec);
+    std::string name = (o.label.empty() ? o.workload : o.label) + "_" + info.strategy;
+    std::ofstream f(std::filesystem::path(o.out_dir) / (name + ".jsonl"), std::ios::trunc);
+    for (const auto& r : run->records) f << boost::json::serialize(RecordJson(r)) << "\n";
+    if (!f) fmt::print(stderr, "bench: cannot write per-request records to {}\n", o.out_dir);
+  }
+  if (!o.summary.empty()) {
+    if (Status st = MergeIntoSummaryFile(o.summary, json); !st.ok()) {
+      fmt::print(stderr, "bench: {}\n", st.message());
+      return 1;
+    }
+  }
+  boost::json::array one;
+  one.push_back(json);
+  fmt::print("{}", FormatTable(one));
+  if (summary.errors > 0) {
+    fmt::print(stderr, "bench: {} of {} requests failed; first: {}\n", summary.errors,
+               summary.requests, [&] {
+                 for (const auto& r : run->records) {
+                   if (!r.ok()) return r.error;
+                 }
+                 return std::string();
+               }());
+  }
+  return summary.errors == summary.requests ? 1 : 0;
+}
+
+int PrintTable(const std::string& path) {
+  if (!std::filesystem::exists(path)) {
+    fmt::print(stderr, "bench table: {} does not exist\n", path);
+    return 2;
+  }
+  auto doc = ReadSummaryFile(path);
+  if (!doc.ok()) {
+    fmt::print(stderr, "bench table: {}\n", doc.status().message());
+    return 2;
+  }
+  const auto* results = doc->if_contains("results");
+  if (!results || !results->is_array()) {
+    fmt::print(stderr, "bench table: {} has no results array\n", path);
+    return 2;
+  }
+  fmt::print("{}", FormatTable(results->as_array()));
+  return 0;
+}
+
+}  // namespace
+
+void RegisterCommand(CLI::App& app) {
+  auto o = std::make_shared<CliOptions>();
+  auto* cmd = app.add_subcommand(
+      "bench", "Load client: replay a workload as streaming chat completions and report TTFT");
+  cmd->add_option("--target", o->target, "URL of the gateway or replica, http://host:port");
+  cmd->add_option("--workload", o->workload, "shared-prefix | independent | multiturn | trace")
+      ->capture_default_str();
+  cmd->add_option("--sessions,--limit", o->sessions,
+                  "sessions (requests for one-turn workloads); trace: lines used (0: all)");
+  cmd->add_option("--rate", o->rate, "open loop: Poisson session arrivals per model second");
+  cmd->add_option("--concurrency", o->concurrency, "closed loop: sessions in flight");
+  cmd->add_option("--strategy", o->strategy, "sent as x-kinference-strategy; result label");
+  cmd->add_option("--model", o->model, "model field (default: first of GET /v1/models)");
+  cmd->add_option("--time-scale", o->time_scale,
+                  "servers run K times faster; results in model time")
+      ->capture_default_str();
+  cmd->add_option("--trace", o->trace, "Mooncake trace JSONL")->capture_default_str();
+  cmd->add_option("--offset", o->offset, "first trace line used");
+  cmd->add_option("--speed", o->speed, "trace arrivals divided by this")->capture_default_str();
+  cmd->add_option("--max-output-tokens", o->max_output_tokens, "clamp trace output lengths");
+  cmd->add_option("--seed", o->seed, "workload seed")->capture_default_str();
+  cmd->add_option("--out", o->out_dir, "directory for per-request JSONL");
+  cmd->add_option("--summary", o->summary, "JSON file collecting run summaries");
+  cmd->add_option("--label", o->label, "row label (default: workload name)");
+  cmd->add_option("--request-timeout", o->request_timeout_s,
+                  "model seconds without progress before a request fails")
+      ->capture_default_str();
+
+  auto* table = cmd->add_subcommand("table", "Print the side-by-side table of a summary file");
+  table->add_option("--summary", o->table_summary, "summary JSON file")->required();
+  table->callback([o] { SetExitCode(PrintTable(o->table_summary)); });
+
+  cmd->callback([o, table] {
+    if (table->parsed()) return;
+    if (o->target.empty()) {
+      fmt::print(stderr, "bench: --target is required\n");
+      SetExitCode(2);
+      return;
+    }
+    SetExitCode(RunBench(*o));
+  });
+}
+
 }  // namespace kinference::bench

@@ -31,12 +31,12 @@
 namespace kinference::engine {
 
 struct EngineRequest {
-  std::string id;                 // unique among live requests
-  std::vector<TokenId> prompt;    // rendered, tokenized prompt
-  int max_tokens = 16;            // output length cap (tokens)
-  bool ignore_eos = false;        // true: always produce exactly max_tokens
-  uint64_t seed = 0;              // fixes the output tokens and the EOS position
-  Seconds arrival = 0;            // when the request reached the engine
+  std::string id;               // unique among live requests
+  std::vector<TokenId> prompt;  // rendered, tokenized prompt
+  int max_tokens = 16;          // output length cap (tokens)
+  bool ignore_eos = false;      // true: always produce exactly max_tokens
+  uint64_t seed = 0;            // fixes the output tokens and the EOS position
+  Seconds arrival = 0;          // when the request reached the engine
 };
 
 // One generated token.
@@ -85,20 +85,44 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Queues a request. Errors: kInvalidArgument for an empty prompt, max_tokens < 1,
-  // a duplicate live id, or prompt + max_tokens over profile.max_model_len.
+  // a duplicate live id, or prompt + max_tokens over profile.max_model_len or over the
+  // KV cache capacity (num_gpu_blocks * block_size tokens). The request becomes
+  // schedulable after its front-end delay (see NextReadyTime). Output token k is
+  // " " + SyntheticWord(seed, k), one token each; unless ignore_eos, EOS comes after a
+  // seed-fixed count in [1, max_tokens] (length is checked first, as vLLM's check_stop).
   Status AddRequest(EngineRequest request);
   // Aborts a waiting or running request; frees its blocks; it appears in the next
   // step's `finished` with reason kAbort. Unknown ids are ignored.
   void Abort(const std::string& request_id);
 
+  // True while any request is queued (including in its front-end delay), running, or an
+  // abort is still to be reported.
   bool HasWork() const;
+  // Earliest time at which a request still in its front-end delay becomes schedulable
+  // (arrival + profile.frontend_s_per_prompt_token * prompt tokens), or nullopt when none
+  // is. When PlanStep returns nullopt while HasWork() is true, call PlanStep again then.
+  // (Addition to the original interface; backward compatible.)
+  std::optional<Seconds> NextReadyTime() const;
   // Schedules the next step at `now` and returns its duration in seconds, or nullopt
-  // when there is nothing to run. Must be followed by CompleteStep() before the next
-  // PlanStep(); AddRequest/Abort are allowed in between and take effect next step.
+  // when there is nothing to run now. A step that only reports aborts lasts 0 s. Must be followed
+  // by CompleteStep() before the next PlanStep(); AddRequest/Abort are allowed in between and take
+  // effect next step.
   std::optional<Seconds> PlanStep(Seconds now);
   // Applies the planned step (ending at plan time + duration) and returns what it
   // produced.
   StepOutput CompleteStep();
+
+  // ---- Read-only queries for the simulator's `oracle` strategy (src/sim/oracle.h): exact
+  // internal state that no real vLLM deployment exposes. Additive; nothing else uses them.
+  // Prompt tokens of `prompt` that would be prefix-cache hits if it were scheduled now:
+  // whole cached blocks, capped so that at least one token is computed (as PlanStep).
+  int PrefixCacheHitTokens(const std::vector<TokenId>& prompt) const;
+  // Prompt tokens still to prefill, summed over requests in their front-end delay,
+  // waiting, or running without a first token; a request not yet scheduled counts its
+  // tokens beyond its current prefix-cache hit.
+  int QueuedPrefillTokens() const;
+  // Requests in the running queue (vllm:num_requests_running).
+  int NumRunning() const;
 
   // Current gauges, counters and histograms under vLLM's metric names.
   const EngineMetrics& metrics() const;

@@ -1,1 +1,147 @@
-// placeholder: being written
+#include "engine/metrics.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace kinference::engine {
+namespace {
+
+// Bucket upper bounds from vLLM V1 (vllm/v1/metrics/loggers.py, PrometheusStatLogger).
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                          0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
+                                          20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
+const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                         0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+// `request_latency_buckets`: e2e, queue, inference, prefill and decode time.
+const std::vector<double> kRequestLatencyBuckets = {
+    0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+    30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+
+// A number the way Python's prometheus_client writes it: shortest round-trip repr, with
+// ".0" on integral values ("3.0", "0.001", "2560.0", "+Inf").
+std::string Num(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (std::isnan(v)) return "NaN";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  std::string s(buf, res.ptr);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+class Writer {
+ public:
+  Writer(const std::string& model, const std::string& engine)
+      : labels_("model_name=\"" + Escape(model) + "\",engine=\"" + Escape(engine) + "\"") {}
+
+  void Header(const std::string& name, const char* type, const char* help) {
+    out_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  }
+  void Sample(const std::string& name, double v, const std::string& extra = "") {
+    out_ += name + "{" + labels_ + extra + "} " + Num(v) + "\n";
+  }
+  void Gauge(const std::string& name, const char* help, double v) {
+    Header(name, "gauge", help);
+    Sample(name, v);
+  }
+  void Counter(const std::string& name, const char* help, double v) {
+    Header(name, "counter", help);
+    Sample(name, v);
+  }
+  void Hist(const std::string& name, const char* help, const Histogram& h) {
+    Header(name, "histogram", help);
+    uint64_t cum = 0;
+    for (size_t i = 0; i < h.bounds.size(); ++i) {
+      cum += i < h.counts.size() ? h.counts[i] : 0;
+      Sample(name + "_bucket", static_cast<double>(cum), ",le=\"" + Num(h.bounds[i]) + "\"");
+    }
+    Sample(name + "_bucket", static_cast<double>(h.count), ",le=\"+Inf\"");
+    Sample(name + "_count", static_cast<double>(h.count));
+    Sample(name + "_sum", h.sum);
+  }
+  static std::string Escape(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '\\' || c == '"') out += '\\';
+      if (c == '\n') {
+        out += "\\n";
+        continue;
+      }
+      out += c;
+    }
+    return out;
+  }
+  std::string& out() { return out_; }
+
+ private:
+  std::string labels_;
+  std::string out_;
+};
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> b) : bounds(std::move(b)), counts(bounds.size() + 1, 0) {}
+
+void Histogram::Observe(double v) {
+  // Prometheus buckets are inclusive upper bounds (le).
+  size_t i = std::lower_bound(bounds.begin(), bounds.end(), v) - bounds.begin();
+  if (counts.size() != bounds.size() + 1) counts.resize(bounds.size() + 1, 0);
+  ++counts[i];
+  sum += v;
+  ++count;
+}
+
+EngineMetrics::EngineMetrics()
+    : time_to_first_token_seconds(kTtftBuckets),
+      inter_token_latency_seconds(kItlBuckets),
+      e2e_request_latency_seconds(kRequestLatencyBuckets),
+      request_queue_time_seconds(kRequestLatencyBuckets) {}
+
+std::string RenderPrometheus(const EngineMetrics& m, const HardwareProfile& profile,
+                             const std::string& model_name, const std::string& engine_label) {
+  Writer w(model_name, engine_label);
+  // Help texts as vLLM V1 writes them (vllm/v1/metrics/loggers.py).
+  w.Gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
+          m.num_requests_running);
+  w.Gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+          m.num_requests_waiting);
+  w.Gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
+          m.kv_cache_usage_perc);
+  w.Counter("vllm:prefix_cache_queries_total",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            static_cast<double>(m.prefix_cache_queries_total));
+  w.Counter("vllm:prefix_cache_hits_total",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            static_cast<double>(m.prefix_cache_hits_total));
+  w.Counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.",
+            static_cast<double>(m.num_preemptions_total));
+  w.Counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.",
+            static_cast<double>(m.prompt_tokens_total));
+  w.Counter("vllm:generation_tokens_total", "Number of generation tokens processed.",
+            static_cast<double>(m.generation_tokens_total));
+  w.Header("vllm:request_success_total", "counter", "Count of successfully processed requests.");
+  w.Sample("vllm:request_success_total", static_cast<double>(m.request_success_stop),
+           ",finished_reason=\"stop\"");
+  w.Sample("vllm:request_success_total", static_cast<double>(m.request_success_length),
+           ",finished_reason=\"length\"");
+  w.Sample("vllm:request_success_total", static_cast<double>(m.request_success_abort),
+           ",finished_reason=\"abort\"");
+  w.Hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+         m.time_to_first_token_seconds);
+  w.Hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+         m.inter_token_latency_seconds);
+  w.Hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+         m.e2e_request_latency_seconds);
+  w.Hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+         m.request_queue_time_seconds);
+  // vLLM's CacheConfig info gauge: value 1, the configuration in labels.
+  w.Header("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
+  w.Sample("vllm:cache_config_info", 1.0,
+           ",block_size=\"" + std::to_string(profile.block_size) +
+               "\",enable_prefix_caching=\"True\",num_gpu_blocks=\"" +
+               std::to_string(profile.num_gpu_blocks) + "\"");
+  return std::move(w.out());
+}
+
+}  // namespace kinference::engine

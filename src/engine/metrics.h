@@ -36,7 +36,11 @@ struct EngineMetrics {
   uint64_t prompt_tokens_total = 0;
   uint64_t generation_tokens_total = 0;
   uint64_t num_preemptions_total = 0;
-  uint64_t request_success_total = 0;
+  uint64_t request_success_total = 0;  // all finished requests (sum of the three below)
+  // vllm:request_success_total by finished_reason label ("stop", "length", "abort").
+  uint64_t request_success_stop = 0;
+  uint64_t request_success_length = 0;
+  uint64_t request_success_abort = 0;
   // Histograms (seconds), vLLM's bucket bounds.
   Histogram time_to_first_token_seconds;
   Histogram inter_token_latency_seconds;

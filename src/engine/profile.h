@@ -16,18 +16,19 @@
 namespace kinference::engine {
 
 struct HardwareProfile {
-  std::string name;                  // e.g. "l40s-27b-fp8"
-  std::string model_name;            // served model name, e.g. "google/gemma-3-27b-it"
+  std::string name;        // e.g. "l40s-27b-fp8"
+  std::string model_name;  // served model name, e.g. "google/gemma-3-27b-it"
   // vLLM scheduler configuration.
-  int block_size = 16;               // tokens per KV block (vLLM default)
-  int num_gpu_blocks = 0;            // KV capacity in blocks (derived, see profile.cc)
-  int max_num_batched_tokens = 2048; // per-step token budget
-  int max_num_seqs = 256;            // running-sequence cap
-  int max_model_len = 131072;        // prompt + output cap (tokens)
+  int block_size = 16;                // tokens per KV block (vLLM default)
+  int num_gpu_blocks = 0;             // KV capacity in blocks (derived, see profile.cc)
+  int max_num_batched_tokens = 2048;  // per-step token budget
+  int max_num_seqs = 256;             // running-sequence cap
+  int max_model_len = 131072;         // prompt + output cap (tokens)
   // Cost model: duration of a step =
   //   step_overhead_s
   //   + prefill_s_per_token * (prefill tokens in step)
   //   + attn_s_per_token_ctx * sum over prefill tokens of their context length
+  //       (token j of a chunk that starts after c computed tokens attends to c + j + 1)
   //   + (decode_base_s if any decode sequence in step)
   //   + decode_s_per_seq * (decode sequences)
   //   + decode_s_per_ctx_token * (sum of decode sequences' context lengths)
@@ -37,8 +38,10 @@ struct HardwareProfile {
   double decode_base_s = 0;
   double decode_s_per_seq = 0;
   double decode_s_per_ctx_token = 0;
-  // Front-end time per prompt token (HTTP, tokenization, detokenisation) added to
-  // TTFT by the shells, not a GPU step.
+  // Front-end time per prompt token (HTTP, chat template, tokenization in vLLM's API
+  // server), not a GPU step. The Engine applies it itself: a request becomes schedulable
+  // only at arrival + frontend_s_per_prompt_token * prompt tokens, so it is part of TTFT
+  // and e2e latency (measured from arrival, as vLLM does) but not of queue time.
   double frontend_s_per_prompt_token = 0;
 };
 

@@ -1,5 +1,93 @@
+// `kinference engine-sim`: options, start-up and the single-threaded event loop.
 #include "enginesim/cli.h"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <cstdio>
+#include <memory>
+
+#include "engine/profile.h"
+#include "enginesim/server.h"
+
 namespace kinference::enginesim {
-void RegisterCommand(CLI::App& app) { (void)app; }
+
+namespace {
+
+struct CliOptions {
+  EngineSimOptions server;
+  std::string profile = "l40s-27b-fp8";
+};
+
+int Run(const CliOptions& cli) {
+  // Logs go to stderr; stdout carries only the "listening on" line that scripts read.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("engine-sim"));
+  auto profile = engine::ProfileByName(cli.profile);
+  if (!profile.ok()) {
+    spdlog::error("{}", profile.status().message());
+    return 2;
+  }
+  if (!(cli.server.time_scale > 0)) {
+    spdlog::error("--time-scale must be > 0");
+    return 2;
+  }
+  boost::asio::io_context io(1);
+  EngineSimServer server(io, cli.server, *profile);
+  auto port = server.Start();
+  if (!port.ok()) {
+    spdlog::error("{}", port.status().message());
+    return 1;
+  }
+  std::printf("engine-sim listening on %s:%u\n", cli.server.host.c_str(),
+              static_cast<unsigned>(*port));
+  std::fflush(stdout);
+  spdlog::info("profile {} serving model {} (time scale {})", profile->name,
+               server.served_model_name(), cli.server.time_scale);
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    spdlog::info("signal {}: shutting down", sig);
+    server.Stop();
+    io.stop();
+  });
+  io.run();
+  return 0;
+}
+
+}  // namespace
+
+void RegisterCommand(CLI::App& app) {
+  auto cli = std::make_shared<CliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "engine-sim", "Simulated vLLM server: the engine model behind vLLM's OpenAI HTTP API");
+  cmd->add_option("--host", cli->server.host, "Address to bind")->capture_default_str();
+  cmd->add_option("--port", cli->server.port, "Port to bind (0: any free port)")
+      ->capture_default_str();
+  cmd->add_option(
+         "--profile", cli->profile,
+         "Hardware profile (" +
+             [] {
+               std::string names;
+               for (const auto& n : engine::ProfileNames())
+                 names += (names.empty() ? "" : ", ") + n;
+               return names;
+             }() +
+             ")")
+      ->capture_default_str();
+  cmd->add_option("--served-model-name", cli->server.served_model_name,
+                  "Model name clients must use (default: the profile's model)");
+  cmd->add_option("--time-scale", cli->server.time_scale,
+                  "Run the engine this many times faster than real time")
+      ->capture_default_str();
+  cmd->add_option("--max-body-bytes", cli->server.max_body_bytes,
+                  "Largest request body accepted (413 above)")
+      ->capture_default_str();
+  cmd->add_option("--engine-label", cli->server.engine_label,
+                  "Value of the `engine` label on /metrics")
+      ->capture_default_str();
+  cmd->callback([cli] { SetExitCode(Run(*cli)); });
+}
+
 }  // namespace kinference::enginesim

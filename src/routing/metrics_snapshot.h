@@ -35,6 +35,11 @@ struct MetricsSnapshot {
 
 // Parses Prometheus text format. `model_name` empty: accept any model_name label
 // (summing across label sets). Errors: kInvalidArgument for malformed lines.
+// Details: series without a model_name label (vllm:cache_config_info has none) are
+// always accepted; kv_cache_usage_perc is averaged across label sets, not summed (V0's
+// vllm:gpu_cache_usage_perc is read when the V1 name is absent); num_gpu_blocks adds up
+// across engines; histogram buckets, non-vllm series and unknown names are skipped;
+// optional timestamps are accepted and ignored.
 Result<MetricsSnapshot> ParsePrometheusText(std::string_view text,
                                             std::string_view model_name = "");
 

@@ -1,1 +1,277 @@
-// placeholder: being written
+// Router: endpoint registry, request bookkeeping and candidate views; the choice itself
+// is delegated to a Strategy (routing/strategy.h).
+#include "routing/router.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "routing/chars_per_token.h"
+#include "routing/endpoint_state.h"
+#include "routing/strategy.h"
+
+namespace kinference::routing {
+
+namespace {
+struct InFlight {
+  EndpointId endpoint;
+  std::string strategy;
+  std::string model;
+  uint64_t seq = 0;
+  Seconds dispatched_at = 0;
+  TtftFeatures features;
+  double matched_tokens = 0;
+  std::vector<uint64_t> block_hashes;
+  size_t prompt_chars = 0;
+  bool first_token = false;
+};
+}  // namespace
+
+class Router::Impl {
+ public:
+  explicit Impl(RouterConfig c) : config(std::move(c)) {
+    if (config.block_chars == 0) config.block_chars = 128;
+  }
+
+  size_t CapacityBlocks(const EndpointState& e) const {
+    double tokens = EndpointState::kDefaultCapacityTokens;
+    if (e.metrics && e.metrics->block_size && e.metrics->num_gpu_blocks)
+      tokens = static_cast<double>(*e.metrics->block_size) * *e.metrics->num_gpu_blocks;
+    double chars = Cpt(e.info.model).ToChars(tokens);
+    return std::max<size_t>(1, static_cast<size_t>(chars / config.block_chars));
+  }
+
+  const CharsPerToken& Cpt(const std::string& model) const {
+    static const CharsPerToken kPrior;
+    auto it = cpt.find(model);
+    return it == cpt.end() ? kPrior : it->second;
+  }
+
+  Strategy* GetStrategy(std::string_view name) {
+    auto it = strategies.find(name);
+    if (it != strategies.end()) return it->second.get();
+    auto factory = FindStrategy(name);
+    if (!factory) return nullptr;
+    StrategyOptions opts{config.seed, config.stale_metrics_s};
+    auto s = (*factory)(opts);
+    if (!s) return nullptr;
+    Strategy* raw = s.get();
+    strategies.emplace(std::string(name), std::move(s));
+    return raw;
+  }
+
+  // The view of `e` for `f` at `now`.
+  CandidateView View(const RequestFeatures& f, const EndpointState& e, Seconds now,
+                     TtftFeatures* features_out) const {
+    const CharsPerToken& ratio = Cpt(e.info.model);
+    CandidateView v;
+    v.info = &e.info;
+    v.metrics = e.metrics ? &*e.metrics : nullptr;
+    v.metrics_age_s = e.MetricsAge(now);
+    v.in_flight = e.in_flight;
+    v.awaiting_first_token = e.awaiting_first_token();
+    double prompt_tokens = ratio.ToTokens(static_cast<double>(f.prompt_chars));
+    size_t blocks = e.index.Match(f.block_hashes);
+    v.matched_tokens =
+        std::min(prompt_tokens, ratio.ToTokens(static_cast<double>(blocks * config.block_chars)));
+    v.uncached_tokens = std::max(0.0, prompt_tokens - v.matched_tokens);
+    QueueEstimate q = e.EstimateQueue(now, config.stale_metrics_s);
+    v.queued_prefill_tokens = q.total();
+    v.running_seqs = q.running_seqs;
+    TtftFeatures tf{q.total(), v.uncached_tokens, v.matched_tokens, q.running_seqs};
+    TtftPrediction p = e.predictor.Predict(tf);
+    v.predicted_ttft_s = p.ttft_s;
+    v.queue_wait_s = p.queue_wait_s;
+    if (features_out) *features_out = tf;
+    return v;
+  }
+
+  // Drops a request's in-flight record and its share of its endpoint's bookkeeping.
+  void Forget(const std::string& request_id) {
+    auto it = inflight.find(request_id);
+    if (it == inflight.end()) return;
+    Release(it->second);
+    inflight.erase(it);
+  }
+  void Release(const InFlight& r) {
+    auto e = endpoints.find(r.endpoint);
+    if (e == endpoints.end()) return;
+    e->second->RemovePending(r.seq);
+    e->second->in_flight = std::max(0, e->second->in_flight - 1);
+  }
+
+  RouterConfig config;
+  std::map<EndpointId, std::unique_ptr<EndpointState>> endpoints;
+  std::unordered_map<std::string, CharsPerToken> cpt;  // per model
+  std::map<std::string, std::unique_ptr<Strategy>, std::less<>> strategies;
+  std::unordered_map<std::string, InFlight> inflight;
+  uint64_t next_seq = 0;
+};
+
+Router::Router(RouterConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+Router::~Router() = default;
+
+void Router::AddEndpoint(const EndpointInfo& info, Seconds now) {
+  auto& slot = impl_->endpoints[info.id];
+  if (slot) {
+    slot->info = info;  // re-added: keep what was learned
+    return;
+  }
+  slot = std::make_unique<EndpointState>(info, 1);
+  slot->index.SetCapacity(impl_->CapacityBlocks(*slot));
+}
+
+void Router::RemoveEndpoint(const EndpointId& id) {
+  std::vector<std::string> orphans;
+  for (const auto& [rid, r] : impl_->inflight)
+    if (r.endpoint == id) orphans.push_back(rid);
+  for (const auto& rid : orphans) impl_->Forget(rid);
+  impl_->endpoints.erase(id);
+}
+
+void Router::ResetEndpoint(const EndpointId& id) {
+  auto it = impl_->endpoints.find(id);
+  if (it != impl_->endpoints.end()) it->second->index.Clear();
+}
+
+void Router::ObserveMetrics(const EndpointId& id, const MetricsSnapshot& snapshot,
+                            Seconds scraped_at) {
+  auto it = impl_->endpoints.find(id);
+  if (it == impl_->endpoints.end()) return;
+  EndpointState& e = *it->second;
+  if (e.ObserveMetrics(snapshot, scraped_at)) e.index.Clear();  // restarted: cache is empty
+  e.index.SetCapacity(impl_->CapacityBlocks(e));
+}
+
+void Router::SetHealthy(const EndpointId& id, bool healthy) {
+  auto it = impl_->endpoints.find(id);
+  if (it != impl_->endpoints.end()) it->second->healthy = healthy;
+}
+
+Result<Decision> Router::Pick(const RequestFeatures& features,
+                              std::span<const EndpointId> candidates, std::string_view strategy,
+                              Seconds now) {
+  std::string_view name = strategy.empty() ? impl_->config.default_strategy : strategy;
+  Strategy* s = impl_->GetStrategy(name);
+  if (s == nullptr)
+    return Status(ErrorCode::kInvalidArgument, "unknown routing strategy: " + std::string(name))
+        .WithParam("strategy");
+
+  std::vector<const EndpointState*> serving;
+  if (candidates.empty()) {
+    for (const auto& [id, e] : impl_->endpoints)
+      if (features.model.empty() || e->info.model == features.model) serving.push_back(e.get());
+  } else {
+    for (const auto& id : candidates) {
+      auto it = impl_->endpoints.find(id);
+      if (it != impl_->endpoints.end()) serving.push_back(it->second.get());
+    }
+  }
+  if (serving.empty())
+    return Status(ErrorCode::kNotFound, "no endpoint serves model '" + features.model + "'")
+        .WithParam("model");
+
+  std::vector<CandidateView> views;
+  views.reserve(serving.size());
+  for (const EndpointState* e : serving)
+    if (e->healthy) views.push_back(impl_->View(features, *e, now, nullptr));
+  if (views.empty())
+    return Status(ErrorCode::kUnavailable,
+                  "no healthy endpoint for model '" + features.model + "'");
+
+  std::vector<double> scores(views.size(), 0.0);
+  size_t pick = s->Choose(features, views, scores, now);
+  if (pick >= views.size())
+    return Status(ErrorCode::kInternal, "strategy " + std::string(name) + " chose out of range");
+
+  Decision d;
+  d.endpoint = views[pick].info->id;
+  d.strategy = std::string(name);
+  d.predicted_ttft_s = views[pick].predicted_ttft_s;
+  d.matched_tokens = views[pick].matched_tokens;
+  d.candidates.reserve(views.size());
+  for (size_t i = 0; i < views.size(); ++i) {
+    const CandidateView& v = views[i];
+    d.candidates.push_back(CandidateScore{v.info->id, v.predicted_ttft_s, v.queue_wait_s,
+                                          v.matched_tokens, v.in_flight, v.metrics_age_s,
+                                          scores[i]});
+  }
+  return d;
+}
+
+void Router::OnDispatched(const RequestFeatures& features, const Decision& decision, Seconds now) {
+  auto it = impl_->endpoints.find(decision.endpoint);
+  if (it == impl_->endpoints.end()) return;
+  EndpointState& e = *it->second;
+  impl_->Forget(features.request_id);  // a re-dispatch replaces the earlier record
+
+  InFlight r;
+  CandidateView v = impl_->View(features, e, now, &r.features);
+  r.endpoint = decision.endpoint;
+  r.strategy = decision.strategy;
+  r.model = e.info.model;
+  r.seq = impl_->next_seq++;
+  r.dispatched_at = now;
+  r.matched_tokens = v.matched_tokens;
+  r.block_hashes = features.block_hashes;
+  r.prompt_chars = features.prompt_chars;
+
+  e.index.Insert(features.block_hashes);
+  e.AddPending(r.seq, now, v.uncached_tokens);
+  ++e.in_flight;
+  impl_->inflight[features.request_id] = std::move(r);
+  if (Strategy* s = impl_->GetStrategy(decision.strategy))
+    s->OnDispatched(features, e.info.id, now);
+}
+
+void Router::OnFirstToken(const std::string& request_id, Seconds now) {
+  auto it = impl_->inflight.find(request_id);
+  if (it == impl_->inflight.end() || it->second.first_token) return;
+  InFlight& r = it->second;
+  r.first_token = true;
+  auto e = impl_->endpoints.find(r.endpoint);
+  if (e == impl_->endpoints.end()) return;
+  e->second->RemovePending(r.seq);
+  e->second->predictor.Observe(r.features, now - r.dispatched_at);
+}
+
+void Router::OnFinished(const std::string& request_id, const Usage& usage, Outcome outcome,
+                        Seconds now) {
+  auto it = impl_->inflight.find(request_id);
+  if (it == impl_->inflight.end()) return;
+  InFlight r = std::move(it->second);
+  impl_->inflight.erase(it);
+  impl_->Release(r);
+  auto e = impl_->endpoints.find(r.endpoint);
+  if (e == impl_->endpoints.end()) return;
+  EndpointState& ep = *e->second;
+  if (outcome == Outcome::kSuccess && usage.prompt_tokens > 0 && r.prompt_chars > 0) {
+    impl_->cpt[r.model].Observe(r.prompt_chars, usage.prompt_tokens);
+    // The engine cached much less than the index believed: it evicted the rest of this
+    // chain, so forget it. Tolerance: two engine blocks (16 tokens each by vLLM default
+    // when unknown) or 10% of the belief, for the ratio's and block rounding's error.
+    double block = ep.metrics && ep.metrics->block_size ? *ep.metrics->block_size : 16.0;
+    double tolerance = std::max(2 * block, 0.1 * r.matched_tokens);
+    if (usage.cached_tokens + tolerance < r.matched_tokens) {
+      double chars_per_token =
+          static_cast<double>(r.prompt_chars) / static_cast<double>(usage.prompt_tokens);
+      size_t keep = static_cast<size_t>(usage.cached_tokens * chars_per_token /
+                                        static_cast<double>(impl_->config.block_chars));
+      ep.index.Trim(r.block_hashes, keep);
+    }
+    ep.index.SetCapacity(impl_->CapacityBlocks(ep));
+  }
+  if (Strategy* s = impl_->GetStrategy(r.strategy))
+    s->OnFinished(request_id, r.endpoint, usage, outcome, now);
+}
+
+std::vector<std::string> Router::StrategyNames() const { return RegisteredStrategyNames(); }
+
+std::vector<EndpointInfo> Router::Endpoints() const {
+  std::vector<EndpointInfo> out;
+  for (const auto& [id, e] : impl_->endpoints) out.push_back(e->info);
+  return out;
+}
+
+}  // namespace kinference::routing

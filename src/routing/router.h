@@ -51,12 +51,12 @@ std::vector<uint64_t> ChainedBlockHashes(std::string_view text, size_t block_cha
 
 struct CandidateScore {
   EndpointId endpoint;
-  double predicted_ttft_s = 0;    // predictor's TTFT estimate
-  double queue_wait_s = 0;        // part of it spent waiting for work ahead
-  double matched_tokens = 0;      // estimated prefix-cache hit (tokens)
-  int in_flight = 0;              // requests dispatched here and not finished
-  double metrics_age_s = -1;      // age of the last scrape; -1 if never scraped
-  double score = 0;               // the strategy's own score (lower is better)
+  double predicted_ttft_s = 0;  // predictor's TTFT estimate
+  double queue_wait_s = 0;      // part of it spent waiting for work ahead
+  double matched_tokens = 0;    // estimated prefix-cache hit (tokens)
+  int in_flight = 0;            // requests dispatched here and not finished
+  double metrics_age_s = -1;    // age of the last scrape; -1 if never scraped
+  double score = 0;             // the strategy's own score (lower is better)
 };
 
 struct Decision {
@@ -76,10 +76,10 @@ struct Usage {
 enum class Outcome { kSuccess, kError, kCancelled };
 
 struct RouterConfig {
-  size_t block_chars = 128;             // prefix-index block size (characters)
+  size_t block_chars = 128;  // prefix-index block size (characters)
   std::string default_strategy = "predicted-ttft";
-  double stale_metrics_s = 5.0;         // older scrapes are trusted less
-  uint64_t seed = 1;                    // for `random` and tie-breaking
+  double stale_metrics_s = 5.0;  // older scrapes are trusted less
+  uint64_t seed = 1;             // for `random` and tie-breaking
 };
 
 class Router {
@@ -94,8 +94,7 @@ class Router {
   // Forgets what the router believed an endpoint's cache held (e.g. it restarted).
   void ResetEndpoint(const EndpointId& id);
   // A scrape of the endpoint's /metrics taken at `scraped_at`.
-  void ObserveMetrics(const EndpointId& id, const MetricsSnapshot& snapshot,
-                      Seconds scraped_at);
+  void ObserveMetrics(const EndpointId& id, const MetricsSnapshot& snapshot, Seconds scraped_at);
   // Marks an endpoint (un)healthy; unhealthy endpoints are never picked.
   void SetHealthy(const EndpointId& id, bool healthy);
 
@@ -109,8 +108,7 @@ class Router {
   // Request lifecycle, as the gateway observes it.
   void OnDispatched(const RequestFeatures& features, const Decision& decision, Seconds now);
   void OnFirstToken(const std::string& request_id, Seconds now);
-  void OnFinished(const std::string& request_id, const Usage& usage, Outcome outcome,
-                  Seconds now);
+  void OnFinished(const std::string& request_id, const Usage& usage, Outcome outcome, Seconds now);
 
   std::vector<std::string> StrategyNames() const;
   std::vector<EndpointInfo> Endpoints() const;

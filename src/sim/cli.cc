@@ -1,5 +1,189 @@
 #include "sim/cli.h"
 
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "bench/report.h"
+#include "engine/profile.h"
+#include "sim/scenarios.h"
+
 namespace kinference::sim {
-void RegisterCommand(CLI::App& app) { (void)app; }
+namespace {
+
+struct CliOptions {
+  std::string scenario = "all";
+  std::string strategies;  // comma-separated; empty = DefaultStrategies()
+  size_t trials = 3;
+  uint64_t seed = 1;
+  size_t jobs = 2;
+  std::string out = "results/sim";
+  std::string trace = "../shared/traces/mooncake_conversation_trace.jsonl";
+  double scale = 1.0;
+  double network_latency_s = 0;
+  double scrape_interval_s = 1.0;
+  double scrape_jitter_s = 0;
+  // Ad-hoc run (used when --workload is given).
+  std::string workload;
+  size_t replicas = 3;
+  std::string profile = "l40s-27b-fp8";  // comma-separated: cycled over the replicas
+  double rate = 0;
+  size_t concurrency = 0;
+  size_t requests = 48;  // sessions
+  double slo_s = 0;
+  double speed = 1.0;  // trace: arrival-time divisor
+  bool quiet = false;
+};
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+Result<Scenario> AdHocScenario(const CliOptions& o, const ScenarioParams& params) {
+  std::vector<ReplicaSpec> replicas;
+  auto profiles = SplitList(o.profile);
+  if (profiles.empty()) return Status(ErrorCode::kInvalidArgument, "--profile is empty");
+  for (size_t i = 0; i < o.replicas; ++i) {
+    const std::string& name = profiles[i % profiles.size()];
+    auto p = engine::ProfileByName(name);
+    if (!p.ok()) return p.status();
+    ReplicaSpec r;
+    r.pool = name;
+    r.id = fmt::format("{}/{}", name, i);
+    r.profile = *p;
+    replicas.push_back(std::move(r));
+  }
+  Condition c;
+  c.workload = o.workload;
+  c.label = o.concurrency ? fmt::format("c={}", o.concurrency)
+            : o.rate > 0  ? fmt::format("rate={:g}", o.rate)
+                          : fmt::format("speed={:g}", o.speed);
+  c.spec.name = o.workload;
+  c.spec.sessions = o.requests;
+  c.spec.rate_rps = o.rate;
+  c.spec.trace_path = o.trace;
+  c.spec.speed = o.speed;
+  c.options.replicas = std::move(replicas);
+  c.options.concurrency = o.concurrency;
+  c.options.network_latency_s = params.network_latency_s;
+  c.options.scrape_interval_s = params.scrape_interval_s;
+  c.options.scrape_jitter_s = params.scrape_jitter_s;
+  c.ttft_slo_s = o.slo_s;
+  Scenario s{"custom", fmt::format("{} x {}", o.replicas, o.profile), {c}};
+  return s;
+}
+
+int Run(const CliOptions& o) {
+  ScenarioParams params;
+  params.trace_path = o.trace;
+  params.scale = o.scale;
+  params.network_latency_s = o.network_latency_s;
+  params.scrape_interval_s = o.scrape_interval_s;
+  params.scrape_jitter_s = o.scrape_jitter_s;
+
+  RunPlan plan;
+  plan.strategies = o.strategies.empty() ? DefaultStrategies() : SplitList(o.strategies);
+  plan.trials = o.trials;
+  plan.seed = o.seed;
+  plan.jobs = o.jobs;
+
+  std::vector<Scenario> scenarios;
+  if (!o.workload.empty()) {
+    auto s = AdHocScenario(o, params);
+    if (!s.ok()) {
+      fmt::print(stderr, "simulate: {}\n", s.status().message());
+      return 2;
+    }
+    scenarios.push_back(std::move(*s));
+  } else {
+    auto names = o.scenario == "all" ? ScenarioNames() : SplitList(o.scenario);
+    for (const auto& n : names) {
+      auto s = MakeScenario(n, params);
+      if (!s.ok()) {
+        fmt::print(stderr, "simulate: {}\n", s.status().message());
+        return 2;
+      }
+      scenarios.push_back(std::move(*s));
+    }
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(o.out, ec);
+  double total_wall = 0;
+  size_t total_requests = 0;
+  for (const auto& s : scenarios) {
+    auto doc = RunScenario(s, plan);
+    if (!doc.ok()) {
+      fmt::print(stderr, "simulate: {}: {}\n", s.name, doc.status().message());
+      return 1;
+    }
+    std::string path = (std::filesystem::path(o.out) / (s.name + ".json")).string();
+    std::ofstream f(path);
+    f << boost::json::serialize(*doc) << "\n";
+    if (!f) {
+      fmt::print(stderr, "simulate: cannot write {}\n", path);
+      return 1;
+    }
+    double wall = (*doc)["wall_s"].to_number<double>();
+    size_t n = (*doc)["simulated_requests"].to_number<size_t>();
+    total_wall += wall;
+    total_requests += n;
+    if (!o.quiet) {
+      fmt::print("== {}: {}\n", s.name, s.description);
+      fmt::print("{}", bench::FormatTable((*doc)["results"].as_array()));
+    }
+    fmt::print("{}: {} simulated requests in {:.2f} s wall ({:.0f} req/s) -> {}\n", s.name, n, wall,
+               wall > 0 ? n / wall : 0.0, path);
+  }
+  fmt::print("total: {} simulated requests in {:.2f} s wall ({:.0f} req/s)\n", total_requests,
+             total_wall, total_wall > 0 ? total_requests / total_wall : 0.0);
+  return 0;
+}
+
+}  // namespace
+
+void RegisterCommand(CLI::App& app) {
+  auto opts = std::make_shared<CliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "simulate", "Virtual-time cluster simulation: engine models + the routing core");
+  cmd->add_option("--scenario", opts->scenario,
+                  "light-load, capacity, trace, heterogeneous, restarts (comma list) or all")
+      ->capture_default_str();
+  cmd->add_option("--strategies", opts->strategies,
+                  "comma-separated strategies (default: every registered one + oracle)");
+  cmd->add_option("--trials", opts->trials, "trials per condition")->capture_default_str();
+  cmd->add_option("--seed", opts->seed, "base seed (trial t uses seed + t)")->capture_default_str();
+  cmd->add_option("--jobs", opts->jobs, "simulation threads")->capture_default_str();
+  cmd->add_option("--out", opts->out, "output directory")->capture_default_str();
+  cmd->add_option("--trace", opts->trace, "Mooncake trace (JSONL)")->capture_default_str();
+  cmd->add_option("--scale", opts->scale, "multiplies every scenario's request count")
+      ->capture_default_str();
+  cmd->add_option("--network-latency", opts->network_latency_s, "one-way latency per hop, seconds")
+      ->capture_default_str();
+  cmd->add_option("--scrape-interval", opts->scrape_interval_s, "metrics scrape interval, s")
+      ->capture_default_str();
+  cmd->add_option("--scrape-jitter", opts->scrape_jitter_s, "+- uniform scrape jitter, s")
+      ->capture_default_str();
+  cmd->add_option("--workload", opts->workload,
+                  "ad-hoc run: shared-prefix, multiturn, independent or trace");
+  cmd->add_option("--replicas", opts->replicas, "ad-hoc: replicas")->capture_default_str();
+  cmd->add_option("--profile", opts->profile, "ad-hoc: profile(s), comma list cycled")
+      ->capture_default_str();
+  cmd->add_option("--rate", opts->rate, "ad-hoc: Poisson sessions/s (0: closed loop)");
+  cmd->add_option("--concurrency", opts->concurrency, "ad-hoc: closed-loop concurrency");
+  cmd->add_option("--requests", opts->requests, "ad-hoc: sessions")->capture_default_str();
+  cmd->add_option("--speed", opts->speed, "ad-hoc trace: arrival times divided by this")
+      ->capture_default_str();
+  cmd->add_option("--slo", opts->slo_s, "ad-hoc: TTFT threshold for goodput, s");
+  cmd->add_flag("--quiet", opts->quiet, "print only the timing lines");
+  cmd->callback([opts] { SetExitCode(Run(*opts)); });
+}
+
 }  // namespace kinference::sim

@@ -1,4 +1,5 @@
-// Registers the `kinference sim` subcommand. Thread-safety: call from main() only.
+// Registers the `kinference simulate` subcommand (sim/scenarios.h, docs/simulator.md).
+// Thread-safety: call from main() only.
 #pragma once
 
 #include <CLI/CLI.hpp>

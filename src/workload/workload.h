@@ -11,6 +11,31 @@
 // (common/tokenizer.h): `SyntheticText(seed, n)` is n tokens, and equal seeds give equal
 // text, so prefix sharing is real. Lengths below are in tokens of that tokenizer.
 //
+// The workloads (all lengths in tokens; seeds derived from WorkloadSpec::seed):
+//   shared-prefix  `sessions` one-turn requests; each = one of 24 distinct 16,000-token
+//                  prefixes (chosen seeded-uniformly) + 256 unique tokens, as one user
+//                  message; 256 output tokens. Every prefix is reusable from the KV cache.
+//   independent    the same lengths (16,256-token prompt, 256 output), every prompt unique.
+//   multiturn      `sessions` conversations of 8 turns: a unique 1,000-token system prompt,
+//                  a 600-token user message per turn, 256 output tokens per turn, 2 s think
+//                  time between turns; turn k re-sends the whole history (the prompt grows
+//                  by ~856 tokens a turn), so only the first turn has nothing to reuse.
+//   trace          Mooncake conversation trace replay (FAST'25 release, JSONL with
+//                  timestamp [ms], input_length, output_length, hash_ids of 512-token
+//                  blocks). Prompt = concatenation over hash_ids of SyntheticText(seed of
+//                  the hash id, 512), the last block cut so the prompt is input_length
+//                  tokens (blocks missing from hash_ids are unique filler), so equal hash_ids
+//                  give equal text. Lines [trace_offset, trace_offset + sessions) are used
+//                  (sessions = 0: to the end); arrival = (timestamp - first timestamp of the
+//                  slice) / 1000 / speed, unless rate_rps > 0.
+// Sizes are the project's benchmark choices: shared-prefix / independent match the
+// calibration points of engine/profile.cc (16,000-token prefix + 256, 256 output);
+// multiturn sizes are our pick of typical chat-assistant turns. Trace block text does
+// not depend on the seed (one trace, one text).
+// Arrivals: when rate_rps > 0, sessions arrive as a Poisson process of that rate (seeded,
+// first arrival at 0); otherwise one-turn and multiturn sessions have no arrival time
+// (closed loop) and trace sessions use the trace timestamps.
+//
 // Thread-safety: generation is pure; the returned data is plain values.
 #pragma once
 
@@ -44,16 +69,32 @@ struct Session {
 };
 
 struct WorkloadSpec {
-  std::string name;         // "shared-prefix" | "multiturn" | "independent" | "trace"
-  size_t sessions = 24;     // number of sessions (requests, for one-turn workloads)
-  double rate_rps = 0;      // Poisson session arrival rate; 0 = closed loop
+  std::string name;      // "shared-prefix" | "multiturn" | "independent" | "trace"
+  size_t sessions = 24;  // number of sessions (requests, for one-turn workloads)
+  double rate_rps = 0;   // Poisson session arrival rate; 0 = closed loop
   uint64_t seed = 1;
   // trace only:
-  std::string trace_path;   // Mooncake JSONL
-  size_t trace_offset = 0;  // first trace line used
-  double speed = 1.0;       // arrival times divided by speed (2 = twice as fast)
+  std::string trace_path;     // Mooncake JSONL
+  size_t trace_offset = 0;    // first trace line used
+  double speed = 1.0;         // arrival times divided by speed (2 = twice as fast)
   int max_output_tokens = 0;  // clamp output_length (0 = no clamp)
 };
+
+// Workload constants (tokens / seconds), see the table at the top of this file.
+inline constexpr size_t kSharedPrefixCount = 24;
+inline constexpr size_t kSharedPrefixTokens = 16000;
+inline constexpr size_t kUniqueSuffixTokens = 256;
+inline constexpr int kSingleTurnOutputTokens = 256;
+inline constexpr size_t kMultiturnTurns = 8;
+inline constexpr size_t kMultiturnSystemTokens = 1000;
+inline constexpr size_t kMultiturnUserTokens = 600;
+inline constexpr int kMultiturnOutputTokens = 256;
+inline constexpr double kMultiturnThinkTimeS = 2.0;
+inline constexpr size_t kTraceBlockTokens = 512;  // Mooncake hash_ids block size
+
+// Text of one Mooncake block: SyntheticText(seed of hash_id, n_tokens), n <= 512. A
+// shorter block is a prefix of the full one.
+std::string TraceBlockText(uint64_t hash_id, size_t n_tokens = kTraceBlockTokens);
 
 // Builds the sessions of a workload. Errors: kInvalidArgument for an unknown name or
 // bad parameters; kNotFound when the trace file cannot be read.

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Report for `kinference simulate` results: results/sim/REPORT.md beside the published
+Kinference benchmark figures, and (when matplotlib is importable) plots: TTFT CDF per
+strategy for each light-load workload, goodput vs concurrency for each capacity workload.
+
+Usage: plot_sim.py RESULTS_DIR   (reads RESULTS_DIR/<scenario>.json)
+Standard library only, except the optional plots.
+"""
+import json
+import os
+import sys
+
+# Published Kinference benchmark (three l40s-27b-fp8 replicas; "Service" = a Kubernetes
+# Service, i.e. random routing; "Kinference" = predicted-ttft).
+PUBLISHED_LIGHT = {  # workload: (metric, service, kinference)
+    "shared-prefix": [("ttft_p50_s", 6.88, 0.31), ("e2e_p50_s", 20.5, 11.3)],
+    "multiturn": [("ttft_p50_s", 1.70, 0.59)],
+    "independent": [("ttft_p50_s", 6.92, 6.83)],
+}
+PUBLISHED_PEAK_GOODPUT = {"shared-prefix": (14.0, 103.0), "multiturn": (23.8, 82.7)}
+
+
+def load(results_dir, name):
+    path = os.path.join(results_dir, name + ".json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def fmt(v, unit="s"):
+    if v is None:
+        return "-"
+    return f"{v:.2f} {unit}".strip()
+
+
+def find(doc, workload, strategy, label=None):
+    for r in doc["results"]:
+        if r["workload"] == workload and r["strategy"] == strategy and (
+                label is None or r.get("label") == label):
+            return r
+    return None
+
+
+def table(rows, header):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def strategies_of(doc):
+    seen = []
+    for r in doc["results"]:
+        if r["strategy"] not in seen:
+            seen.append(r["strategy"])
+    return seen
+
+
+def light_load_section(doc):
+    lines = ["## light-load", "", doc["description"] + f"; {doc['trials']} trials.", ""]
+    rows = []
+    for workload, metrics in PUBLISHED_LIGHT.items():
+        for metric, service, kinf in metrics:
+            rnd = find(doc, workload, "random")
+            ours = find(doc, workload, "predicted-ttft")
+            rows.append([workload, metric, service, fmt(rnd and rnd[metric]), kinf,
+                         fmt(ours and ours[metric])])
+    lines.append(table(rows, ["workload", "metric", "published Service", "sim random",
+                              "published Kinference", "sim predicted-ttft"]))
+    lines += ["", "All strategies (median / p90 TTFT, median e2e, cached-token ratio):", ""]
+    rows = []
+    for r in doc["results"]:
+        rows.append([r["workload"], r["strategy"], fmt(r["ttft_p50_s"]), fmt(r["ttft_p90_s"]),
+                     fmt(r["e2e_p50_s"]), f"{100 * (r['cached_token_ratio'] or 0):.0f}%"])
+    lines.append(table(rows, ["workload", "strategy", "TTFT p50", "TTFT p90", "e2e p50",
+                              "cached"]))
+    return lines
+
+
+def capacity_section(doc):
+    lines = ["## capacity", "", doc["description"] + f"; {doc['trials']} trials. Goodput = "
+             "requests/min meeting the TTFT SLO; the SLO holds when >= 90% meet it.", ""]
+    rows = []
+    for workload, (service, kinf) in PUBLISHED_PEAK_GOODPUT.items():
+        def peak(strategy):
+            vals = [r["goodput_rpm"] for r in doc["results"]
+                    if r["workload"] == workload and r["strategy"] == strategy
+                    and r.get("goodput_rpm") is not None]
+            return max(vals) if vals else None
+        rows.append([workload, service, fmt(peak("random"), "req/min"), kinf,
+                     fmt(peak("predicted-ttft"), "req/min")])
+    lines.append(table(rows, ["workload", "published Service peak", "sim random peak",
+                              "published Kinference peak", "sim predicted-ttft peak"]))
+    lines += ["", "Goodput (req/min) by concurrency; * = SLO held:", ""]
+    for workload in PUBLISHED_PEAK_GOODPUT:
+        concs = sorted({r["concurrency"] for r in doc["results"] if r["workload"] == workload})
+        rows = []
+        for s in strategies_of(doc):
+            row = [s]
+            for c in concs:
+                r = find(doc, workload, s, f"c={c}")
+                row.append("-" if r is None else
+                           f"{r['goodput_rpm']:.1f}{'*' if r['slo_met'] else ''}")
+            rows.append(row)
+        lines += [f"### {workload}", "", table(rows, ["strategy"] + [f"c={c}" for c in concs]),
+                  ""]
+    return lines
+
+
+def generic_section(doc):
+    lines = [f"## {doc['scenario']}", "", doc["description"] + f"; {doc['trials']} trial(s).",
+             ""]
+    rows = []
+    for r in doc["results"]:
+        rows.append([r["workload"], r.get("label", ""), r["strategy"], fmt(r["ttft_p50_s"]),
+                     fmt(r["ttft_p90_s"]), fmt(r["e2e_p50_s"]),
+                     f"{100 * (r['cached_token_ratio'] or 0):.0f}%", r["errors"]])
+    lines.append(table(rows, ["workload", "condition", "strategy", "TTFT p50", "TTFT p90",
+                              "e2e p50", "cached", "errors"]))
+    return lines
+
+
+def prediction_section(docs):
+    lines = ["## TTFT prediction error", "",
+             "Decision.predicted_ttft_s vs the TTFT the gateway observed (dispatch to first "
+             "token), over every request routed with the strategy:", ""]
+    rows = []
+    for doc in docs:
+        for strategy in ("predicted-ttft", "oracle"):
+            e = doc.get("prediction_error", {}).get(strategy)
+            if e:
+                rows.append([doc["scenario"], strategy, fmt(e["abs_p50_s"]),
+                             f"{100 * (e['rel_p90'] or 0):.0f}%", e["samples"]])
+    lines.append(table(rows, ["scenario", "strategy", "median |error|", "p90 relative error",
+                              "requests"]))
+    lines += ["", "Simulation speed:", ""]
+    rows = [[d["scenario"], d["simulated_requests"], f"{d['wall_s']:.1f} s",
+             f"{d['sim_requests_per_wall_s']:.0f}"] for d in docs]
+    lines.append(table(rows, ["scenario", "simulated requests", "wall", "requests/s"]))
+    return lines
+
+
+def plots(results_dir, light, capacity):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    made = []
+    if light:
+        for workload in PUBLISHED_LIGHT:
+            fig, ax = plt.subplots(figsize=(7, 4.5))
+            for r in light["results"]:
+                q = r.get("ttft_quantiles_s") or []
+                if r["workload"] == workload and q:
+                    ax.plot(q, [i / (len(q) - 1) for i in range(len(q))], label=r["strategy"])
+            ax.set_xscale("log")
+            ax.set_xlabel("TTFT (s)")
+            ax.set_ylabel("fraction of requests")
+            ax.set_title(f"light-load {workload}: TTFT CDF")
+            ax.legend(fontsize=7)
+            name = f"ttft_cdf_{workload}.png"
+            fig.savefig(os.path.join(results_dir, name), dpi=110, bbox_inches="tight")
+            plt.close(fig)
+            made.append(name)
+    if capacity:
+        for workload in PUBLISHED_PEAK_GOODPUT:
+            fig, ax = plt.subplots(figsize=(7, 4.5))
+            for s in strategies_of(capacity):
+                pts = sorted((r["concurrency"], r["goodput_rpm"]) for r in capacity["results"]
+                             if r["workload"] == workload and r["strategy"] == s)
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=s)
+            ax.set_xlabel("concurrency")
+            ax.set_ylabel("goodput (req/min)")
+            ax.set_title(f"capacity {workload}: goodput vs concurrency")
+            ax.legend(fontsize=7)
+            name = f"goodput_{workload}.png"
+            fig.savefig(os.path.join(results_dir, name), dpi=110, bbox_inches="tight")
+            plt.close(fig)
+            made.append(name)
+    return made
+
+
+def main():
+    results_dir = sys.argv[1] if len(sys.argv) > 1 else "results/sim"
+    docs = [d for d in (load(results_dir, n) for n in
+                        ("light-load", "capacity", "trace", "heterogeneous", "restarts")) if d]
+    by_name = {d["scenario"]: d for d in docs}
+    lines = ["# Kinference simulator results", "",
+             "Generated by scripts/bench_sim.sh from results/sim/*.json (`kinference "
+             "simulate`, virtual time; see docs/simulator.md). Published figures: the "
+             "Kinference benchmark on three L40S replicas (Service = random routing).", ""]
+    if "light-load" in by_name:
+        lines += light_load_section(by_name["light-load"]) + [""]
+    if "capacity" in by_name:
+        lines += capacity_section(by_name["capacity"]) + [""]
+    for name in ("trace", "heterogeneous", "restarts"):
+        if name in by_name:
+            lines += generic_section(by_name[name]) + [""]
+    lines += prediction_section(docs) + [""]
+    made = plots(results_dir, by_name.get("light-load"), by_name.get("capacity"))
+    if made:
+        lines += ["## Plots", ""] + [f"![{m}]({m})" for m in made] + [""]
+    else:
+        lines += ["(Plots skipped: matplotlib is not importable.)", ""]
+    with open(os.path.join(results_dir, "REPORT.md"), "w") as f:
+        f.write("\n".join(lines))
+    print(f"wrote {os.path.join(results_dir, 'REPORT.md')}" +
+          (f" and {len(made)} plots" if made else ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,310 @@
+#include "enginesim/openai_api.h"
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <limits>
+
+#include "engine/chat_template.h"
+
+namespace kinference::enginesim {
+
+namespace json = boost::json;
+
+namespace {
+
+Status Invalid(std::string message, std::string param = {}) {
+  Status s(ErrorCode::kInvalidArgument, std::move(message));
+  if (!param.empty()) s.WithParam(std::move(param));
+  return s;
+}
+
+Result<json::object> ParseObject(std::string_view body) {
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec) return Invalid("Invalid JSON in request body: " + ec.message());
+  if (!v.is_object()) return Invalid("Request body must be a JSON object");
+  return std::move(v.as_object());
+}
+
+// A JSON number that holds an integer (5 or 5.0), else nullopt.
+std::optional<int64_t> AsInteger(const json::value& v) {
+  if (v.is_int64()) return v.as_int64();
+  if (v.is_uint64() && v.as_uint64() <= static_cast<uint64_t>(INT64_MAX)) {
+    return static_cast<int64_t>(v.as_uint64());
+  }
+  if (v.is_double()) {
+    double d = v.as_double();
+    if (d == static_cast<double>(static_cast<int64_t>(d)) && std::abs(d) < 9e18) {
+      return static_cast<int64_t>(d);
+    }
+  }
+  return std::nullopt;
+}
+
+// Fields shared by both endpoints.
+Status ParseCommon(const json::object& o, GenerationRequest& r) {
+  if (auto* m = o.if_contains("model"); m && !m->is_null()) {
+    if (!m->is_string()) return Invalid("model must be a string", "model");
+    r.model = std::string(m->as_string());
+  }
+  for (const char* name : {"max_tokens", "max_completion_tokens"}) {
+    auto* v = o.if_contains(name);
+    if (!v || v->is_null()) continue;
+    auto n = AsInteger(*v);
+    if (!n) return Invalid(std::string(name) + " must be an integer", name);
+    if (*n < 1)
+      return Invalid(std::string(name) + " must be at least 1, got " + std::to_string(*n), name);
+    if (*n > std::numeric_limits<int>::max())
+      return Invalid(std::string(name) + " is too large", name);
+    // vLLM: max_completion_tokens takes precedence over the deprecated max_tokens.
+    r.max_tokens = static_cast<int>(*n);
+  }
+  auto flag = [&](const char* name, bool& out) -> Status {
+    auto* v = o.if_contains(name);
+    if (!v || v->is_null()) return Status::Ok();
+    if (!v->is_bool()) return Invalid(std::string(name) + " must be a boolean", name);
+    out = v->as_bool();
+    return Status::Ok();
+  };
+  if (Status s = flag("stream", r.stream); !s.ok()) return s;
+  if (Status s = flag("ignore_eos", r.ignore_eos); !s.ok()) return s;
+  if (auto* so = o.if_contains("stream_options"); so && !so->is_null()) {
+    if (!so->is_object()) return Invalid("stream_options must be an object", "stream_options");
+    // vLLM: "Stream options can only be defined when `stream=True`."
+    if (!r.stream) {
+      return Invalid("Stream options can only be defined when `stream=True`.", "stream_options");
+    }
+    if (auto* iu = so->as_object().if_contains("include_usage"); iu && !iu->is_null()) {
+      if (!iu->is_bool()) return Invalid("include_usage must be a boolean", "stream_options");
+      r.include_usage = iu->as_bool();
+    }
+  }
+  if (auto* v = o.if_contains("seed"); v && !v->is_null()) {
+    auto n = AsInteger(*v);
+    if (!n) return Invalid("seed must be an integer", "seed");
+    r.seed = static_cast<uint64_t>(*n);
+  }
+  for (const char* name : {"temperature", "top_p"}) {  // accepted, not used
+    auto* v = o.if_contains(name);
+    if (v && !v->is_null() && !v->is_number())
+      return Invalid(std::string(name) + " must be a number", name);
+  }
+  if (auto* v = o.if_contains("n"); v && !v->is_null()) {
+    auto n = AsInteger(*v);
+    if (!n || *n != 1) return Invalid("only n=1 is supported", "n");
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<TokenId>> TokenIds(const json::array& a) {
+  std::vector<TokenId> ids;
+  ids.reserve(a.size());
+  for (const auto& v : a) {
+    auto n = AsInteger(v);
+    if (!n || *n < 0 || *n > std::numeric_limits<int32_t>::max()) {
+      return Invalid("prompt token ids must be non-negative integers", "prompt");
+    }
+    ids.push_back(static_cast<TokenId>(*n));
+  }
+  return ids;
+}
+
+}  // namespace
+
+Result<GenerationRequest> ParseCompletionRequest(std::string_view body) {
+  auto obj = ParseObject(body);
+  if (!obj.ok()) return obj.status();
+  const json::object& o = *obj;
+  GenerationRequest r;
+  if (Status s = ParseCommon(o, r); !s.ok()) return s;
+  const json::value* p = o.if_contains("prompt");
+  if (!p || p->is_null()) return Invalid("prompt is required", "prompt");
+  if (p->is_string()) {
+    r.prompt = Tokenize(p->as_string());
+  } else if (p->is_array()) {
+    const json::array& a = p->as_array();
+    if (a.empty()) return Invalid("prompt must not be empty", "prompt");
+    if (a[0].is_string() || a[0].is_array()) {
+      if (a.size() != 1) return Invalid("batched prompts are not supported", "prompt");
+      if (a[0].is_string()) {
+        r.prompt = Tokenize(a[0].as_string());
+      } else {
+        auto ids = TokenIds(a[0].as_array());
+        if (!ids.ok()) return ids.status();
+        r.prompt = std::move(*ids);
+      }
+    } else {
+      auto ids = TokenIds(a);
+      if (!ids.ok()) return ids.status();
+      r.prompt = std::move(*ids);
+    }
+  } else {
+    return Invalid("prompt must be a string or a list of token ids", "prompt");
+  }
+  if (r.prompt.empty()) return Invalid("prompt must not be empty", "prompt");
+  return r;
+}
+
+Result<GenerationRequest> ParseChatRequest(std::string_view body) {
+  auto obj = ParseObject(body);
+  if (!obj.ok()) return obj.status();
+  const json::object& o = *obj;
+  GenerationRequest r;
+  r.chat = true;
+  if (Status s = ParseCommon(o, r); !s.ok()) return s;
+  const json::value* m = o.if_contains("messages");
+  if (!m || !m->is_array() || m->as_array().empty()) {
+    return Invalid("messages must be a non-empty list", "messages");
+  }
+  engine::ChatMessages messages;
+  for (const auto& mv : m->as_array()) {
+    if (!mv.is_object()) return Invalid("each message must be an object", "messages");
+    const json::object& msg = mv.as_object();
+    const json::value* role = msg.if_contains("role");
+    if (!role || !role->is_string()) return Invalid("message role must be a string", "messages");
+    std::string content;
+    const json::value* c = msg.if_contains("content");
+    if (c && c->is_string()) {
+      content = std::string(c->as_string());
+    } else if (c && c->is_array()) {
+      for (const auto& part : c->as_array()) {
+        const json::object* po = part.if_object();
+        const json::value* type = po ? po->if_contains("type") : nullptr;
+        const json::value* text = po ? po->if_contains("text") : nullptr;
+        if (!type || !type->is_string() || type->as_string() != "text" || !text ||
+            !text->is_string()) {
+          return Invalid("only content parts of type \"text\" are supported", "messages");
+        }
+        content += std::string_view(text->as_string());
+      }
+    } else if (c && !c->is_null()) {
+      return Invalid("message content must be a string, a list of parts or null", "messages");
+    }
+    messages.emplace_back(std::string(role->as_string()), std::move(content));
+  }
+  r.prompt = Tokenize(engine::ApplyChatTemplate(messages, /*add_generation_prompt=*/true));
+  return r;
+}
+
+Status ResolveRequest(GenerationRequest& r, const std::string& served_model, int max_model_len) {
+  if (!r.model.empty() && r.model != served_model) {
+    // vLLM's wording (serving_engine.py, _check_model).
+    return Status(ErrorCode::kNotFound, "The model `" + r.model + "` does not exist.")
+        .WithParam("model");
+  }
+  const int prompt_len = static_cast<int>(r.prompt.size());
+  if (!r.max_tokens) {
+    r.max_tokens = r.chat ? max_model_len - prompt_len : 16;
+  }
+  const long long total = static_cast<long long>(prompt_len) + *r.max_tokens;
+  if (prompt_len >= max_model_len || total > max_model_len) {
+    // vLLM's wording (serving_engine.py, _validate_input).
+    return Invalid("This model's maximum context length is " + std::to_string(max_model_len) +
+                       " tokens. However, you requested " + std::to_string(total) + " tokens (" +
+                       std::to_string(prompt_len) + " in the messages, " +
+                       std::to_string(*r.max_tokens) +
+                       " in the completion). Please reduce the length of the messages or "
+                       "completion.",
+                   "max_tokens");
+  }
+  return Status::Ok();
+}
+
+std::string VllmErrorBody(const Status& status) {
+  const int code = HttpStatusFor(status.code());
+  const char* type = "InternalServerError";
+  switch (status.code()) {
+    case ErrorCode::kInvalidArgument:
+      type = "BadRequestError";
+      break;
+    case ErrorCode::kNotFound:
+      type = "NotFoundError";
+      break;
+    case ErrorCode::kPayloadTooLarge:
+      type = "RequestEntityTooLarge";
+      break;
+    case ErrorCode::kUnavailable:
+      type = "ServiceUnavailable";
+      break;
+    default:
+      break;
+  }
+  json::object error{{"message", status.message()}, {"type", type}, {"code", code}};
+  if (status.param().empty()) {
+    error["param"] = nullptr;
+  } else {
+    error["param"] = status.param();
+  }
+  return json::serialize(json::object{{"error", std::move(error)}});
+}
+
+namespace {
+
+json::object Envelope(const ResponseMeta& meta, std::string_view object) {
+  return json::object{
+      {"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
+}
+
+json::object UsageJson(const Usage& u) {
+  return json::object{{"prompt_tokens", u.prompt_tokens},
+                      {"total_tokens", u.prompt_tokens + u.completion_tokens},
+                      {"completion_tokens", u.completion_tokens},
+                      {"prompt_tokens_details", json::object{{"cached_tokens", u.cached_tokens}}}};
+}
+
+}  // namespace
+
+std::string FormatResponse(const ResponseMeta& meta, std::string_view text,
+                           std::string_view finish_reason, const Usage& usage) {
+  json::object choice{{"index", 0},
+                      {"logprobs", nullptr},
+                      {"finish_reason", finish_reason},
+                      {"stop_reason", nullptr}};
+  if (meta.chat) {
+    choice["message"] = json::object{{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  json::object o = Envelope(meta, meta.chat ? "chat.completion" : "text_completion");
+  o["choices"] = json::array{std::move(choice)};
+  o["usage"] = UsageJson(usage);
+  return json::serialize(o);
+}
+
+std::string FormatRoleChunk(const ResponseMeta& meta) {
+  json::object choice{{"index", 0},
+                      {"delta", json::object{{"role", "assistant"}, {"content", ""}}},
+                      {"logprobs", nullptr},
+                      {"finish_reason", nullptr}};
+  json::object o = Envelope(meta, "chat.completion.chunk");
+  o["choices"] = json::array{std::move(choice)};
+  return json::serialize(o);
+}
+
+std::string FormatTokenChunk(const ResponseMeta& meta, std::string_view text,
+                             std::optional<std::string_view> finish_reason) {
+  json::object choice{{"index", 0}, {"logprobs", nullptr}};
+  if (meta.chat) {
+    choice["delta"] = json::object{{"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  if (finish_reason) {
+    choice["finish_reason"] = *finish_reason;
+    choice["stop_reason"] = nullptr;
+  } else {
+    choice["finish_reason"] = nullptr;
+  }
+  json::object o = Envelope(meta, meta.chat ? "chat.completion.chunk" : "text_completion");
+  o["choices"] = json::array{std::move(choice)};
+  return json::serialize(o);
+}
+
+std::string FormatUsageChunk(const ResponseMeta& meta, const Usage& usage) {
+  json::object o = Envelope(meta, meta.chat ? "chat.completion.chunk" : "text_completion");
+  o["choices"] = json::array{};
+  o["usage"] = UsageJson(usage);
+  return json::serialize(o);
+}
+
+}  // namespace kinference::enginesim

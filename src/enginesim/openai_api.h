@@ -1,0 +1,82 @@
+// engine-sim's OpenAI-compatible surface as vLLM serves it: parsing of the request
+// bodies of POST /v1/completions and /v1/chat/completions, and the JSON of responses
+// and streamed chunks. Pure functions (no I/O), so they are unit-tested directly.
+//
+// Field names and shapes follow the OpenAI API reference (Completions, Chat
+// Completions, streaming) and vLLM's openai/protocol.py (ignore_eos, the error object
+// {"error":{"message","type","param","code"}} with type "BadRequestError" /
+// "NotFoundError", stop_reason, prompt_tokens_details.cached_tokens).
+//
+// Units: token counts. Errors: Status kInvalidArgument (HTTP 400) with `param` naming
+// the field, kNotFound (404) for an unknown model.
+//
+// Thread-safety: pure functions; safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "common/tokenizer.h"
+
+namespace kinference::enginesim {
+
+struct GenerationRequest {
+  bool chat = false;
+  std::string model;  // empty when the field was absent (vLLM then uses its model)
+  std::vector<TokenId> prompt;
+  std::optional<int> max_tokens;  // max_completion_tokens, else max_tokens, if given
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool ignore_eos = false;     // vLLM extra sampling parameter
+  std::optional<uint64_t> seed;
+};
+
+// Parses a /v1/completions body. `prompt`: a string, a list of token ids, a list with
+// one string, or a list with one list of token ids (batched prompts are refused).
+Result<GenerationRequest> ParseCompletionRequest(std::string_view body);
+// Parses a /v1/chat/completions body. `messages[].content`: a string, null, or a list of
+// {"type":"text","text":...} parts; rendered with the ChatML template and a generation
+// prompt (engine/chat_template.h), then tokenized.
+Result<GenerationRequest> ParseChatRequest(std::string_view body);
+
+// Checks the model name and the context length, and fills in the default max_tokens:
+// 16 for completions (OpenAI's default), max_model_len - prompt tokens for chat (vLLM's).
+// Errors: kNotFound when `model` is set and differs from `served_model`; kInvalidArgument
+// when prompt + max_tokens exceed max_model_len (vLLM's message).
+Status ResolveRequest(GenerationRequest& request, const std::string& served_model,
+                      int max_model_len);
+
+// vLLM's error body: {"error":{"message","type","param","code"}}.
+std::string VllmErrorBody(const Status& status);
+
+// What every response or chunk of one request repeats.
+struct ResponseMeta {
+  std::string id;       // "cmpl-..." or "chatcmpl-..."
+  int64_t created = 0;  // Unix seconds
+  std::string model;
+  bool chat = false;
+};
+
+struct Usage {
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  int cached_tokens = 0;
+};
+
+// Non-streaming response ("text_completion" / "chat.completion").
+std::string FormatResponse(const ResponseMeta& meta, std::string_view text,
+                           std::string_view finish_reason, const Usage& usage);
+// Streaming chunks (the JSON after "data: "). The first chat chunk carries
+// delta {"role":"assistant","content":""}.
+std::string FormatRoleChunk(const ResponseMeta& meta);
+// One token's text; `finish_reason` set on the last chunk with content.
+std::string FormatTokenChunk(const ResponseMeta& meta, std::string_view text,
+                             std::optional<std::string_view> finish_reason);
+// The stream_options.include_usage chunk: "choices": [] and usage.
+std::string FormatUsageChunk(const ResponseMeta& meta, const Usage& usage);
+
+}  // namespace kinference::enginesim

@@ -1,0 +1,251 @@
+#include "enginesim/server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <chrono>
+#include <ctime>
+#include <random>
+
+#include "engine/metrics.h"
+#include "http/sse.h"
+
+namespace kinference::enginesim {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+namespace {
+// How far (wall seconds) a step may start after the previous one ended and still be laid
+// end to end with it in model time; beyond this the engine is considered to have idled.
+constexpr double kBackToBackSlackWall = 0.002;
+constexpr const char* kPaths[] = {"/v1/completions", "/v1/chat/completions", "/v1/models",
+                                  "/health", "/metrics"};
+}  // namespace
+
+EngineSimServer::EngineSimServer(asio::io_context& io, EngineSimOptions options,
+                                 engine::HardwareProfile profile)
+    : io_(io),
+      options_(std::move(options)),
+      engine_(profile),
+      clock_(options_.time_scale),
+      server_(io, http::ServerOptions{options_.host, options_.port, options_.max_body_bytes}),
+      timer_(io) {
+  if (options_.served_model_name.empty()) options_.served_model_name = profile.model_name;
+  id_salt_ = std::random_device{}();
+  server_.Route("POST", "/v1/completions",
+                [this](http::Request r, std::shared_ptr<http::ResponseWriter> w) {
+                  HandleGenerate(false, std::move(r), std::move(w));
+                });
+  server_.Route("POST", "/v1/chat/completions",
+                [this](http::Request r, std::shared_ptr<http::ResponseWriter> w) {
+                  HandleGenerate(true, std::move(r), std::move(w));
+                });
+  server_.Route("GET", "/v1/models",
+                [this](http::Request, std::shared_ptr<http::ResponseWriter> w) {
+                  HandleModels(std::move(w));
+                });
+  server_.Route("GET", "/health", [](http::Request, std::shared_ptr<http::ResponseWriter> w) {
+    w->Send(200, "", "");
+  });
+  server_.Route("GET", "/metrics", [this](http::Request, std::shared_ptr<http::ResponseWriter> w) {
+    HandleMetrics(std::move(w));
+  });
+  // FastAPI's answers (vLLM's HTTP framework) for unknown paths and wrong methods.
+  server_.SetFallback([](http::Request r, std::shared_ptr<http::ResponseWriter> w) {
+    bool known = std::find(std::begin(kPaths), std::end(kPaths), r.path) != std::end(kPaths);
+    if (known) {
+      w->Send(405, "application/json", R"({"detail":"Method Not Allowed"})");
+    } else {
+      w->Send(404, "application/json", R"({"detail":"Not Found"})");
+    }
+  });
+}
+
+EngineSimServer::~EngineSimServer() { Stop(); }
+
+Result<uint16_t> EngineSimServer::Start() { return server_.Start(); }
+
+void EngineSimServer::Stop() {
+  server_.Stop();
+  ++timer_generation_;
+  timer_.cancel();
+}
+
+std::string EngineSimServer::NewId(bool chat) {
+  // vLLM ids are "cmpl-" / "chatcmpl-" + 32 hex digits (random_uuid()).
+  uint64_t n = ++next_id_;
+  uint64_t mixed = (n + id_salt_) * 0x9E3779B97F4A7C15ull;
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(mixed),
+                static_cast<unsigned long long>(n));
+  return std::string(chat ? "chatcmpl-" : "cmpl-") + buf;
+}
+
+void EngineSimServer::SendError(http::ResponseWriter& writer, const Status& status) {
+  writer.Send(HttpStatusFor(status.code()), "application/json", VllmErrorBody(status));
+}
+
+void EngineSimServer::HandleGenerate(bool chat, http::Request request,
+                                     std::shared_ptr<http::ResponseWriter> writer) {
+  auto parsed = chat ? ParseChatRequest(request.body) : ParseCompletionRequest(request.body);
+  if (!parsed.ok()) return SendError(*writer, parsed.status());
+  GenerationRequest g = std::move(*parsed);
+  const engine::HardwareProfile& profile = engine_.profile();
+  if (Status s = ResolveRequest(g, options_.served_model_name, profile.max_model_len); !s.ok()) {
+    return SendError(*writer, s);
+  }
+  engine::EngineRequest er;
+  er.id = NewId(chat);
+  er.prompt = std::move(g.prompt);
+  er.max_tokens = *g.max_tokens;
+  er.ignore_eos = g.ignore_eos;
+  // Without a seed vLLM samples at random; here every unseeded request gets its own seed.
+  er.seed = g.seed ? *g.seed : (id_salt_ ^ (next_id_ * 0xD1B54A32D192ED03ull));
+  er.arrival = clock_.Now();
+  const std::string id = er.id;
+  if (Status s = engine_.AddRequest(std::move(er)); !s.ok()) return SendError(*writer, s);
+
+  Live live;
+  live.meta.id = id;
+  live.meta.created = static_cast<int64_t>(std::time(nullptr));
+  live.meta.model = options_.served_model_name;
+  live.meta.chat = chat;
+  live.stream = g.stream;
+  live.include_usage = g.include_usage;
+  if (g.stream) {
+    http::Headers h;
+    h.Add("Cache-Control", "no-cache");
+    writer->StartStream(200, "text/event-stream; charset=utf-8", h);
+  }
+  writer->OnClose([this, id] { OnClientGone(id); });
+  live.writer = std::move(writer);
+  live_.emplace(id, std::move(live));
+  Drive(false);
+}
+
+void EngineSimServer::OnClientGone(const std::string& id) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  live_.erase(it);
+  spdlog::debug("client of {} disconnected; aborting", id);
+  engine_.Abort(id);
+  Drive(false);
+}
+
+void EngineSimServer::HandleModels(std::shared_ptr<http::ResponseWriter> writer) {
+  const auto& name = options_.served_model_name;
+  json::object model{{"id", name},
+                     {"object", "model"},
+                     {"created", static_cast<int64_t>(std::time(nullptr))},
+                     {"owned_by", "vllm"},
+                     {"root", name},
+                     {"parent", nullptr},
+                     {"max_model_len", engine_.profile().max_model_len},
+                     {"permission", json::array{}}};
+  json::object list{{"object", "list"}, {"data", json::array{std::move(model)}}};
+  writer->Send(200, "application/json", json::serialize(list));
+}
+
+void EngineSimServer::HandleMetrics(std::shared_ptr<http::ResponseWriter> writer) {
+  // Prometheus text exposition format 0.0.4 (prometheus.io/docs/instrumenting/exposition_formats).
+  writer->Send(200, "text/plain; version=0.0.4; charset=utf-8",
+               engine::RenderPrometheus(engine_.metrics(), engine_.profile(),
+                                        options_.served_model_name, options_.engine_label));
+}
+
+void EngineSimServer::Drive(bool continuing) {
+  if (stepping_) return;
+  const Seconds now = clock_.Now();
+  Seconds start = std::max(now, last_step_end_);
+  if (continuing) {
+    start = std::max(last_step_end_, now - kBackToBackSlackWall * options_.time_scale);
+  }
+  if (auto d = engine_.PlanStep(start)) {
+    stepping_ = true;
+    last_step_end_ = start + *d;
+    ArmTimer(last_step_end_, /*step=*/true);
+    return;
+  }
+  if (engine_.HasWork()) {
+    // Requests still in their front-end delay: come back when the first is ready.
+    if (auto t = engine_.NextReadyTime()) ArmTimer(std::max(*t, now), /*step=*/false);
+  }
+}
+
+void EngineSimServer::ArmTimer(Seconds model_deadline, bool step) {
+  const uint64_t generation = ++timer_generation_;
+  const double wall = std::max(0.0, (model_deadline - clock_.Now()) / options_.time_scale);
+  timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(wall)));
+  timer_.async_wait([this, generation, step](boost::system::error_code ec) {
+    if (ec || generation != timer_generation_) return;
+    if (!step) return Drive(false);
+    stepping_ = false;
+    engine::StepOutput out = engine_.CompleteStep();
+    Deliver(out);
+    Drive(true);
+  });
+}
+
+void EngineSimServer::Deliver(const engine::StepOutput& out) {
+  std::unordered_map<std::string_view, const engine::FinishedRequest*> finished;
+  for (const auto& f : out.finished) finished[f.request_id] = &f;
+
+  for (const auto& t : out.tokens) {
+    auto it = live_.find(t.request_id);
+    if (it == live_.end()) continue;
+    Live& l = it->second;
+    if (!l.stream) {
+      l.text += t.text;
+      continue;
+    }
+    std::optional<std::string_view> reason;
+    auto f = finished.find(t.request_id);
+    if (f != finished.end() && f->second->reason != engine::FinishReason::kAbort &&
+        t.index + 1 >= f->second->completion_tokens) {
+      reason = engine::FinishReasonName(f->second->reason);
+      l.finish_sent = true;
+    }
+    std::string chunk;
+    if (l.meta.chat && !l.role_sent) {
+      chunk = http::FormatSse(FormatRoleChunk(l.meta));
+      l.role_sent = true;
+    }
+    chunk += http::FormatSse(FormatTokenChunk(l.meta, t.text, reason));
+    l.writer->Write(std::move(chunk));
+  }
+
+  for (const auto& f : out.finished) {
+    auto it = live_.find(f.request_id);
+    if (it == live_.end()) continue;
+    Live& l = it->second;
+    if (f.reason == engine::FinishReason::kAbort) {
+      // Aborted by the engine itself, not by the client (which would have left live_).
+      if (l.stream) {
+        l.writer->End();
+      } else {
+        SendError(*l.writer, Status(ErrorCode::kInternal, "The request was aborted."));
+      }
+      live_.erase(it);
+      continue;
+    }
+    const Usage usage{f.prompt_tokens, f.completion_tokens, f.cached_tokens};
+    const char* reason = engine::FinishReasonName(f.reason);
+    if (l.stream) {
+      std::string tail;
+      if (l.meta.chat && !l.role_sent) tail += http::FormatSse(FormatRoleChunk(l.meta));
+      if (!l.finish_sent) tail += http::FormatSse(FormatTokenChunk(l.meta, "", reason));
+      if (l.include_usage) tail += http::FormatSse(FormatUsageChunk(l.meta, usage));
+      tail += http::FormatSse("[DONE]");
+      l.writer->Write(std::move(tail));
+      l.writer->End();
+    } else {
+      l.writer->Send(200, "application/json", FormatResponse(l.meta, l.text, reason, usage));
+    }
+    live_.erase(it);
+  }
+}
+
+}  // namespace kinference::enginesim

@@ -1,0 +1,85 @@
+// EngineSimServer: the engine model (engine/engine.h) behind vLLM's HTTP surface, so
+// that OpenAI clients and vLLM-aware routers can use it as if it were vLLM.
+//
+// Routes: POST /v1/completions, POST /v1/chat/completions (whole or SSE-streamed),
+// GET /v1/models, GET /health, GET /metrics (vLLM metric names, Prometheus text).
+// A client that disconnects before its response ends has its request aborted.
+//
+// Time: model time is a RealClock scaled by time_scale K (K model seconds per wall
+// second); a step of model duration d takes d / K wall seconds. Consecutive steps are
+// laid end to end in model time (as vLLM runs them back to back) with each timer set to
+// an absolute deadline, so timer lateness does not accumulate.
+//
+// Thread-safety: everything runs on one io_context that must be run by ONE thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "common/clock.h"
+#include "engine/engine.h"
+#include "enginesim/openai_api.h"
+#include "http/server.h"
+
+namespace kinference::enginesim {
+
+struct EngineSimOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;           // 0: any free port
+  std::string served_model_name;  // empty: the profile's model_name
+  double time_scale = 1.0;        // K > 0
+  size_t max_body_bytes = 32 * 1024 * 1024;
+  std::string engine_label = "0";  // `engine` label of the metrics
+};
+
+class EngineSimServer {
+ public:
+  EngineSimServer(boost::asio::io_context& io, EngineSimOptions options,
+                  engine::HardwareProfile profile);
+  ~EngineSimServer();
+  // Binds and starts serving; returns the bound port. Errors: kUnavailable.
+  Result<uint16_t> Start();
+  void Stop();
+  const std::string& served_model_name() const { return options_.served_model_name; }
+
+ private:
+  struct Live {
+    std::shared_ptr<http::ResponseWriter> writer;
+    ResponseMeta meta;
+    bool stream = false;
+    bool include_usage = false;
+    bool role_sent = false;
+    bool finish_sent = false;
+    std::string text;  // non-streaming: the output so far
+  };
+
+  void HandleGenerate(bool chat, http::Request request,
+                      std::shared_ptr<http::ResponseWriter> writer);
+  void HandleModels(std::shared_ptr<http::ResponseWriter> writer);
+  void HandleMetrics(std::shared_ptr<http::ResponseWriter> writer);
+  void SendError(http::ResponseWriter& writer, const Status& status);
+  void OnClientGone(const std::string& id);
+  // Plans the next step if none is running. `continuing`: called right after a step.
+  void Drive(bool continuing);
+  void ArmTimer(Seconds model_deadline, bool step);
+  void Deliver(const engine::StepOutput& out);
+  std::string NewId(bool chat);
+
+  boost::asio::io_context& io_;
+  EngineSimOptions options_;
+  engine::Engine engine_;
+  RealClock clock_;
+  http::Server server_;
+  boost::asio::steady_timer timer_;
+  uint64_t timer_generation_ = 0;
+  bool stepping_ = false;
+  Seconds last_step_end_ = 0;
+  uint64_t next_id_ = 0;
+  uint64_t id_salt_ = 0;
+  std::unordered_map<std::string, Live> live_;
+};
+
+}  // namespace kinference::enginesim

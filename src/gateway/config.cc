@@ -1,0 +1,145 @@
+#include "gateway/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace kinference::gateway {
+namespace {
+
+[[noreturn]] void Fail(const std::string& field, const std::string& what) {
+  throw ConfigError("gateway config: " + field + ": " + what);
+}
+
+void CheckKeys(const YAML::Node& node, const std::string& where,
+               const std::set<std::string>& allowed) {
+  for (const auto& kv : node) {
+    std::string key = kv.first.as<std::string>();
+    if (!allowed.count(key)) Fail(where.empty() ? key : where + "." + key, "unknown field");
+  }
+}
+
+template <typename T>
+T Scalar(const YAML::Node& node, const std::string& field, const char* expected) {
+  if (!node.IsScalar()) Fail(field, std::string("expected ") + expected);
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    Fail(field, std::string("expected ") + expected + ", got '" + node.Scalar() + "'");
+  }
+}
+
+double Positive(const YAML::Node& node, const std::string& field) {
+  double v = Scalar<double>(node, field, "a number");
+  if (!(v > 0)) Fail(field, "must be > 0");
+  return v;
+}
+
+std::string NonEmptyString(const YAML::Node& node, const std::string& field) {
+  auto s = Scalar<std::string>(node, field, "a string");
+  if (s.empty()) Fail(field, "must not be empty");
+  return s;
+}
+
+PoolConfig ParsePool(const YAML::Node& node, const std::string& where) {
+  if (!node.IsMap()) Fail(where, "expected a map with name, model, endpoints");
+  CheckKeys(node, where, {"name", "model", "endpoints"});
+  PoolConfig pool;
+  if (!node["name"]) Fail(where + ".name", "missing");
+  pool.name = NonEmptyString(node["name"], where + ".name");
+  if (!node["model"]) Fail(where + ".model", "missing");
+  pool.model = NonEmptyString(node["model"], where + ".model");
+  const YAML::Node eps = node["endpoints"];
+  if (!eps || !eps.IsSequence() || eps.size() == 0)
+    Fail(where + ".endpoints", "expected a non-empty list of URLs");
+  for (size_t i = 0; i < eps.size(); ++i) {
+    std::string field = where + ".endpoints[" + std::to_string(i) + "]";
+    pool.endpoints.push_back(ParseEndpointUrl(NonEmptyString(eps[i], field), field));
+  }
+  return pool;
+}
+
+}  // namespace
+
+EndpointAddress ParseEndpointUrl(const std::string& url, const std::string& field) {
+  constexpr std::string_view kScheme = "http://";
+  std::string_view rest(url);
+  if (rest.substr(0, kScheme.size()) != kScheme)
+    Fail(field, "expected http://host:port, got '" + url + "'");
+  rest.remove_prefix(kScheme.size());
+  rest = rest.substr(0, rest.find('/'));
+  size_t colon = rest.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == rest.size())
+    Fail(field, "expected http://host:port, got '" + url + "'");
+  std::string_view port_text = rest.substr(colon + 1);
+  unsigned port = 0;
+  auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || ptr != port_text.data() + port_text.size() || port == 0 || port > 65535)
+    Fail(field, "bad port in '" + url + "'");
+  return EndpointAddress{url, std::string(rest.substr(0, colon)), static_cast<uint16_t>(port)};
+}
+
+GatewayConfig ParseGatewayConfig(std::string_view yaml_text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(std::string("gateway config: invalid YAML: ") + e.what());
+  }
+  if (!root.IsMap()) throw ConfigError("gateway config: expected a map at the top level");
+  CheckKeys(root, "",
+            {"listen", "strategy", "scrape_interval_s", "time_scale", "request_timeout_s",
+             "max_body_bytes", "block_chars", "pools"});
+  GatewayConfig c;
+  if (const auto listen = root["listen"]) {
+    if (!listen.IsMap()) Fail("listen", "expected a map with address, port");
+    CheckKeys(listen, "listen", {"address", "port"});
+    if (listen["address"]) c.listen_address = NonEmptyString(listen["address"], "listen.address");
+    if (listen["port"]) {
+      int port = Scalar<int>(listen["port"], "listen.port", "an integer");
+      if (port < 0 || port > 65535) Fail("listen.port", "must be 0..65535");
+      c.listen_port = static_cast<uint16_t>(port);
+    }
+  }
+  if (root["strategy"]) c.strategy = NonEmptyString(root["strategy"], "strategy");
+  if (root["scrape_interval_s"])
+    c.scrape_interval_s = Positive(root["scrape_interval_s"], "scrape_interval_s");
+  if (root["time_scale"]) c.time_scale = Positive(root["time_scale"], "time_scale");
+  if (root["request_timeout_s"])
+    c.request_timeout_s = Positive(root["request_timeout_s"], "request_timeout_s");
+  if (root["max_body_bytes"]) {
+    auto v = Scalar<long long>(root["max_body_bytes"], "max_body_bytes", "an integer");
+    if (v <= 0) Fail("max_body_bytes", "must be > 0");
+    c.max_body_bytes = static_cast<size_t>(v);
+  }
+  if (root["block_chars"]) {
+    auto v = Scalar<long long>(root["block_chars"], "block_chars", "an integer");
+    if (v <= 0) Fail("block_chars", "must be > 0");
+    c.block_chars = static_cast<size_t>(v);
+  }
+  const YAML::Node pools = root["pools"];
+  if (!pools || !pools.IsSequence() || pools.size() == 0)
+    Fail("pools", "expected a non-empty list of pools");
+  std::set<std::string> names;
+  for (size_t i = 0; i < pools.size(); ++i) {
+    std::string where = "pools[" + std::to_string(i) + "]";
+    PoolConfig pool = ParsePool(pools[i], where);
+    if (!names.insert(pool.name).second)
+      Fail(where + ".name", "duplicate pool '" + pool.name + "'");
+    c.pools.push_back(std::move(pool));
+  }
+  return c;
+}
+
+GatewayConfig LoadGatewayConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("gateway config: cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseGatewayConfig(ss.str());
+}
+
+}  // namespace kinference::gateway

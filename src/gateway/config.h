@@ -1,0 +1,77 @@
+// Gateway configuration: the YAML file given to `kinference gateway --config FILE`, parsed
+// into a plain struct at start-up.
+//
+// Schema (every field but `pools` optional; defaults below):
+//   listen: {address: 127.0.0.1, port: 8000}   # port 0: pick a free port
+//   strategy: predicted-ttft                    # default routing strategy
+//   scrape_interval_s: 1.0                      # model seconds between /metrics scrapes
+//   time_scale: 1.0                             # router clock = RealClock(time_scale)
+//   request_timeout_s: 600                      # model seconds for one upstream call
+//   max_body_bytes: 33554432                    # larger request bodies get 413
+//   block_chars: 128                            # prefix-index block size (characters)
+//   pools:
+//     - {name: a, model: m, endpoints: ["http://127.0.0.1:8001", ...]}
+// Times are model seconds: with time_scale K (endpoints running engine-sim --time-scale K)
+// timers fire after t / K real seconds, so a K-times-faster run behaves like a real
+// deployment at 1x. Several pools may serve the same or different models. Unknown keys are errors
+// (they are almost always typos), so later features add their keys here.
+//
+// Errors: parsing throws ConfigError (start-up only, per the error policy) with a message
+// naming the offending field, e.g. "pools[1].endpoints[0]: expected http://host:port".
+//
+// Thread-safety: plain data; the parser is a pure function.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kinference::gateway {
+
+struct EndpointAddress {
+  std::string url;  // as written in the config
+  std::string host;
+  uint16_t port = 0;
+};
+
+struct PoolConfig {
+  std::string name;
+  std::string model;  // served model name (OpenAI `model`)
+  std::vector<EndpointAddress> endpoints;
+};
+
+struct GatewayConfig {
+  std::string listen_address = "127.0.0.1";
+  uint16_t listen_port = 8000;
+  std::string strategy = "predicted-ttft";
+  double scrape_interval_s = 1.0;
+  double time_scale = 1.0;
+  // Model seconds -> real seconds for timers.
+  double RealSeconds(double model_seconds) const { return model_seconds / time_scale; }
+  // 10 minutes: long generations on a busy replica take minutes; vLLM itself has no
+  // request timeout, so this only bounds a hung upstream.
+  double request_timeout_s = 600;
+  size_t max_body_bytes = 32 * 1024 * 1024;
+  // Matches RouterConfig's default block size.
+  size_t block_chars = 128;
+  std::vector<PoolConfig> pools;
+};
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses YAML text. Throws ConfigError.
+GatewayConfig ParseGatewayConfig(std::string_view yaml_text);
+// Reads and parses a file. Throws ConfigError (also when the file cannot be read).
+GatewayConfig LoadGatewayConfig(const std::string& path);
+
+// Parses "http://host:port" with an optional trailing path. Throws ConfigError naming
+// `field` when malformed.
+EndpointAddress ParseEndpointUrl(const std::string& url, const std::string& field);
+
+}  // namespace kinference::gateway

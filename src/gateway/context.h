@@ -1,0 +1,53 @@
+// GatewayContext: the state every gateway component shares (config, clock, router,
+// stats, endpoint table, executor), owned by Gateway and held by in-flight exchanges and
+// the scraper through shared_ptr, so callbacks that outlive a Stop() stay valid.
+//
+// Thread-safety: not thread-safe; lives on the gateway's single io_context thread, which
+// is also the only thread that touches the (not thread-safe) router.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "gateway/config.h"
+#include "gateway/stats.h"
+#include "routing/router.h"
+
+namespace kinference::gateway {
+
+// Scrape failures in a row after which an endpoint is marked unhealthy.
+inline constexpr int kUnhealthyAfterFailures = 3;
+
+struct Endpoint {
+  routing::EndpointInfo info;  // id = "<pool>/<index>"
+  EndpointAddress address;
+  int consecutive_failures = 0;
+  bool healthy = true;
+  bool scrape_in_flight = false;
+};
+
+struct GatewayContext {
+  // Throws ConfigError when config.strategy is not one of the router's strategies.
+  GatewayContext(GatewayConfig config, boost::asio::any_io_executor executor);
+
+  GatewayConfig config;
+  boost::asio::any_io_executor executor;
+  RealClock clock;  // model time: RealClock(config.time_scale)
+  routing::Router router;
+  Stats stats;
+  std::vector<Endpoint> endpoints;
+  uint64_t next_request_id = 1;
+
+  const Endpoint* Find(const std::string& id) const;
+  bool ServesModel(const std::string& model) const;
+  // Ids of every endpoint serving `model`, in config order.
+  std::vector<routing::EndpointId> EndpointsFor(const std::string& model) const;
+  // Distinct configured models, in config order.
+  std::vector<std::string> Models() const;
+  bool KnowsStrategy(const std::string& name) const;
+};
+
+}  // namespace kinference::gateway

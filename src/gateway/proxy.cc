@@ -1,0 +1,289 @@
+#include "gateway/proxy.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/json/parse.hpp>
+#include <optional>
+
+#include "http/client.h"
+#include "http/sse.h"
+
+namespace kinference::gateway {
+namespace {
+
+// Connect timeout (real seconds) for upstream calls: loopback and in-cluster connects
+// take well under a second; a longer wait means the endpoint is down.
+constexpr double kConnectTimeoutS = 3.0;
+const char* kTenant = "default";
+
+class Exchange : public std::enable_shared_from_this<Exchange> {
+ public:
+  Exchange(std::shared_ptr<GatewayContext> ctx, std::shared_ptr<http::ResponseWriter> writer,
+           ParsedRequest request, routing::RequestFeatures features, std::string strategy,
+           std::string path, Seconds arrival)
+      : ctx_(std::move(ctx)),
+        writer_(std::move(writer)),
+        req_(std::move(request)),
+        features_(std::move(features)),
+        base_request_id_(features_.request_id),
+        strategy_(std::move(strategy)),
+        path_(std::move(path)),
+        upstream_body_(UpstreamBody(req_)),
+        arrival_(arrival) {}
+
+  void Start() {
+    std::weak_ptr<Exchange> weak = weak_from_this();
+    writer_->OnClose([weak] {
+      if (auto self = weak.lock()) self->OnClientClosed();
+    });
+    Attempt();
+  }
+
+ private:
+  void Attempt() {
+    std::vector<routing::EndpointId> candidates = ctx_->EndpointsFor(req_.model);
+    std::erase_if(candidates, [&](const auto& id) {
+      return std::find(tried_.begin(), tried_.end(), id) != tried_.end();
+    });
+    Seconds now = ctx_->clock.Now();
+    if (candidates.empty()) {
+      return FailBeforeResponse(Status(ErrorCode::kUnavailable, last_error_), "none");
+    }
+    auto decision = ctx_->router.Pick(features_, candidates, strategy_, now);
+    if (!decision.ok()) {
+      Status s = decision.status();
+      if (!tried_.empty()) s = Status(ErrorCode::kUnavailable, last_error_);
+      return FailBeforeResponse(s, "none");
+    }
+    decision_ = std::move(*decision);
+    const Endpoint* ep = ctx_->Find(decision_.endpoint);
+    if (!ep) {
+      return FailBeforeResponse(Status(ErrorCode::kInternal, "router picked an unknown endpoint"),
+                                "none");
+    }
+    features_.request_id = tried_.empty()
+                               ? base_request_id_
+                               : base_request_id_ + "-retry" + std::to_string(tried_.size());
+    ctx_->router.OnDispatched(features_, decision_, now);
+    dispatched_ = true;
+
+    http::ClientRequest call;
+    call.method = "POST";
+    call.host = ep->address.host;
+    call.port = ep->address.port;
+    call.target = path_;
+    call.body = upstream_body_;
+    call.headers.Add("x-request-id", features_.request_id);
+    const double timeout_s = ctx_->config.RealSeconds(ctx_->config.request_timeout_s);
+    call.connect_timeout_s = std::min(kConnectTimeoutS, timeout_s);
+    call.header_timeout_s = timeout_s;
+    call.idle_timeout_s = timeout_s;
+
+    auto self = shared_from_this();
+    http::ClientCallbacks cb;
+    cb.on_headers = [self](int status, const http::Headers& h) { self->OnHeaders(status, h); };
+    cb.on_data = [self](std::string_view d) { self->OnData(d); };
+    cb.on_complete = [self](Status s) { self->OnComplete(std::move(s)); };
+    call_ = http::StartCall(ctx_->executor, std::move(call), std::move(cb));
+  }
+
+  void OnHeaders(int status, const http::Headers& headers) {
+    if (finished_) return;
+    upstream_status_ = status;
+    upstream_content_type_ = std::string(headers.Find("content-type"));
+    if (status >= 500 && tried_.empty()) {
+      retry_pending_ = true;  // discard the error body, retry when it completes
+      return;
+    }
+    if (req_.stream && status == 200) {
+      writer_->StartStream(200, "text/event-stream", RoutedHeaders());
+      response_started_ = true;
+    }
+  }
+
+  void OnData(std::string_view data) {
+    if (finished_ || retry_pending_) return;
+    if (!response_started_) {
+      body_.append(data);
+      return;
+    }
+    parser_.Feed(data, [this](const http::SseEvent& ev) { OnEvent(ev); });
+  }
+
+  void OnEvent(const http::SseEvent& ev) {
+    if (finished_) return;
+    ChunkInfo info = InspectChunk(ev.data);
+    if (info.usage) usage_ = info.usage;
+    if (info.has_content) {
+      Seconds now = ctx_->clock.Now();
+      if (!first_token_) {
+        first_token_ = now;
+        double ttft = now - arrival_;
+        ctx_->router.OnFirstToken(features_.request_id, now);
+        ctx_->stats.RecordTtft(req_.model, ttft);
+        ctx_->stats.RecordTtftPrediction(decision_.strategy, decision_.predicted_ttft_s, ttft);
+      } else {
+        ctx_->stats.RecordItl(req_.model, now - last_token_);
+      }
+      last_token_ = now;
+    }
+    if (info.usage_only && !req_.client_wants_usage) return;
+    writer_->Write(http::FormatSse(ev.data, ev.event));
+  }
+
+  void OnComplete(Status status) {
+    call_.reset();
+    if (finished_) return;
+    bool connect_failure =
+        !status.ok() && upstream_status_ == 0 && status.code() == ErrorCode::kUnavailable;
+    if ((retry_pending_ || connect_failure) && tried_.empty()) {
+      last_error_ =
+          retry_pending_
+              ? fmt::format("upstream {} answered {}", decision_.endpoint, upstream_status_)
+              : fmt::format("upstream {}: {}", decision_.endpoint, status.message());
+      spdlog::warn("request {}: {}; retrying on another endpoint", base_request_id_, last_error_);
+      ctx_->router.OnFinished(features_.request_id, {}, routing::Outcome::kError,
+                              ctx_->clock.Now());
+      ctx_->stats.RecordRequest(decision_.endpoint, decision_.strategy, "retried");
+      tried_.push_back(decision_.endpoint);
+      dispatched_ = false;
+      retry_pending_ = false;
+      upstream_status_ = 0;
+      body_.clear();
+      parser_ = http::SseParser();
+      return Attempt();
+    }
+    if (!status.ok()) {
+      std::string message = fmt::format("upstream {}: {}", decision_.endpoint, status.message());
+      ErrorCode code = status.code() == ErrorCode::kDeadlineExceeded ? ErrorCode::kDeadlineExceeded
+                                                                     : ErrorCode::kUnavailable;
+      Status err(code, message);
+      if (response_started_) {
+        writer_->Write(http::FormatSse(http::OpenAiErrorBody(err)));
+        writer_->End();
+      } else {
+        writer_->Send(HttpStatusFor(code), "application/json", http::OpenAiErrorBody(err),
+                      RoutedHeaders());
+      }
+      return Finish(routing::Outcome::kError, "error");
+    }
+    if (response_started_) {
+      writer_->End();
+      return Finish(routing::Outcome::kSuccess, "success");
+    }
+    // A whole body: a non-streamed response, or an error status to a streamed request.
+    if (upstream_status_ == 200) {
+      boost::json::error_code ec;
+      auto v = boost::json::parse(body_, ec);
+      if (!ec && v.is_object()) usage_ = ParseUsage(v.get_object());
+    }
+    bool ok = upstream_status_ >= 200 && upstream_status_ < 400;
+    writer_->Send(upstream_status_,
+                  upstream_content_type_.empty() ? "application/json" : upstream_content_type_,
+                  std::move(body_), RoutedHeaders());
+    Finish(ok ? routing::Outcome::kSuccess : routing::Outcome::kError, ok ? "success" : "error");
+  }
+
+  void OnClientClosed() {
+    if (finished_) return;
+    spdlog::info("request {}: client disconnected; cancelling upstream", base_request_id_);
+    if (call_) {
+      auto call = call_;  // Cancel may complete the call and reset call_
+      call->Cancel();
+    }
+    Finish(routing::Outcome::kCancelled, "cancelled");
+  }
+
+  // No upstream response to relay: answer with an OpenAI error.
+  void FailBeforeResponse(const Status& s, const std::string& endpoint) {
+    finished_ = true;
+    std::string strategy = !decision_.strategy.empty() ? decision_.strategy
+                           : !strategy_.empty()        ? strategy_
+                                                       : ctx_->config.strategy;
+    ctx_->stats.RecordRequest(endpoint, strategy, "error");
+    if (!writer_->closed()) http::SendOpenAiError(*writer_, s);
+  }
+
+  void Finish(routing::Outcome outcome, const char* label) {
+    finished_ = true;
+    Seconds now = ctx_->clock.Now();
+    if (dispatched_) {
+      ctx_->router.OnFinished(features_.request_id, usage_.value_or(routing::Usage{}), outcome,
+                              now);
+    }
+    ctx_->stats.RecordRequest(decision_.endpoint, decision_.strategy, label);
+    if (outcome == routing::Outcome::kSuccess) {
+      ctx_->stats.RecordE2e(req_.model, now - arrival_);
+      if (usage_) ctx_->stats.RecordUsage(kTenant, req_.model, *usage_);
+    }
+  }
+
+  http::Headers RoutedHeaders() const {
+    http::Headers h;
+    h.Add("x-kinference-endpoint", decision_.endpoint);
+    h.Add("x-kinference-strategy", decision_.strategy);
+    h.Add("x-kinference-predicted-ttft-ms",
+          fmt::format("{:.3f}", decision_.predicted_ttft_s * 1e3));
+    return h;
+  }
+
+  std::shared_ptr<GatewayContext> ctx_;
+  std::shared_ptr<http::ResponseWriter> writer_;
+  ParsedRequest req_;
+  routing::RequestFeatures features_;
+  std::string base_request_id_;
+  std::string strategy_;  // as requested; empty: the config default
+  std::string path_;
+  std::string upstream_body_;
+  Seconds arrival_;
+
+  routing::Decision decision_;
+  std::vector<routing::EndpointId> tried_;
+  std::string last_error_ = "no healthy endpoint";
+  std::shared_ptr<http::Call> call_;
+  bool dispatched_ = false;
+  bool retry_pending_ = false;
+  bool response_started_ = false;
+  bool finished_ = false;
+  int upstream_status_ = 0;
+  std::string upstream_content_type_;
+  std::string body_;
+  http::SseParser parser_;
+  std::optional<routing::Usage> usage_;
+  std::optional<Seconds> first_token_;
+  Seconds last_token_ = 0;
+};
+
+}  // namespace
+
+void HandleCompletion(const std::shared_ptr<GatewayContext>& ctx, ApiKind kind,
+                      http::Request request, std::shared_ptr<http::ResponseWriter> writer) {
+  Seconds arrival = ctx->clock.Now();
+  auto parsed = ParseRequest(kind, request.body);
+  if (!parsed.ok()) return http::SendOpenAiError(*writer, parsed.status());
+  if (!ctx->ServesModel(parsed->model)) {
+    Status s(ErrorCode::kNotFound, "The model `" + parsed->model + "` does not exist.");
+    s.WithParam("model");
+    return http::SendOpenAiError(*writer, s);
+  }
+  std::string strategy(request.headers.Find(kStrategyHeader));
+  if (!strategy.empty() && !ctx->KnowsStrategy(strategy)) {
+    Status s(ErrorCode::kInvalidArgument, "Unknown routing strategy '" + strategy + "'");
+    s.WithParam(kStrategyHeader);
+    return http::SendOpenAiError(*writer, s);
+  }
+  routing::RequestFeatures features;
+  features.request_id = fmt::format("kgw-{}", ctx->next_request_id++);
+  features.model = parsed->model;
+  features.block_hashes = routing::ChainedBlockHashes(parsed->prompt_text, ctx->config.block_chars);
+  features.prompt_chars = parsed->prompt_text.size();
+  features.max_tokens = parsed->max_tokens;
+  auto exchange =
+      std::make_shared<Exchange>(ctx, std::move(writer), std::move(*parsed), std::move(features),
+                                 std::move(strategy), std::move(request.path), arrival);
+  exchange->Start();
+}
+
+}  // namespace kinference::gateway

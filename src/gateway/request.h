@@ -1,0 +1,66 @@
+// OpenAI request and response parsing for the gateway: what the routing core needs to
+// know about a request (model, stream flag, the text used for prefix features) and what
+// the gateway reads back from upstream responses (usage, whether a chunk carries tokens).
+//
+// Prefix rendering: a chat request renders as role + "\n" + content + "\n" per message,
+// in order, so turn k's rendering is a prefix of turn k+1's (multi-turn conversations
+// share prefixes in the router's index the way they share KV blocks in vLLM's prefix
+// cache). Content given as an array of parts contributes the `text` of its text parts.
+// A completions request renders as its prompt (first element when a list of strings).
+//
+// Errors (Result): kInvalidArgument for malformed JSON or a malformed field (param set),
+// kNotFound with param "model" when `model` is missing (the gateway answers 404 for a
+// missing or unknown model). Units: characters (bytes of UTF-8), tokens.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "routing/router.h"
+
+namespace kinference::gateway {
+
+enum class ApiKind { kChatCompletions, kCompletions };
+
+struct ParsedRequest {
+  ApiKind kind = ApiKind::kChatCompletions;
+  std::string model;
+  bool stream = false;
+  // The client set stream_options.include_usage (only meaningful when streaming).
+  bool client_wants_usage = false;
+  int max_tokens = 0;       // max_completion_tokens, else max_tokens; 0 if absent
+  std::string prompt_text;  // the prefix-stable rendering (see above)
+  boost::json::object body;
+};
+
+Result<ParsedRequest> ParseRequest(ApiKind kind, std::string_view body);
+
+// role + "\n" + content + "\n" for each message. kInvalidArgument (param "messages")
+// when a message is not an object.
+Result<std::string> RenderChatText(const boost::json::value& messages);
+
+// The body sent upstream. Streaming requests get "stream_options":{"include_usage":true}
+// so the gateway always learns token usage; others are forwarded unchanged.
+std::string UpstreamBody(const ParsedRequest& request);
+
+// usage.{prompt_tokens, prompt_tokens_details.cached_tokens, completion_tokens} of a
+// response or chunk object; nullopt when `usage` is absent or null.
+std::optional<routing::Usage> ParseUsage(const boost::json::object& response);
+
+// What one upstream SSE event's data holds.
+struct ChunkInfo {
+  bool done = false;         // the `[DONE]` sentinel
+  bool parsed = false;       // data was a JSON object
+  bool has_content = false;  // a choice carries non-empty content/text/tool calls
+  bool usage_only = false;   // the final usage chunk: empty choices, usage set
+  std::optional<routing::Usage> usage;
+};
+ChunkInfo InspectChunk(std::string_view data);
+
+}  // namespace kinference::gateway

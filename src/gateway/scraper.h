@@ -1,0 +1,36 @@
+// Scraper: polls GET /metrics of every configured endpoint every scrape_interval_s (model
+// seconds, i.e. scrape_interval_s / time_scale real seconds), parses it
+// (routing::ParsePrometheusText) and hands the snapshot to the router with the time it arrived
+// (router clock). kUnhealthyAfterFailures consecutive failures (connect error, timeout, non-200,
+// unparsable text) mark an endpoint unhealthy in the router; the next successful scrape marks it
+// healthy again. At most one scrape per endpoint is in flight; each is bounded by the real scrape
+// interval (at least 1 real second).
+//
+// Thread-safety: runs on the gateway's io_context thread only.
+#pragma once
+
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+
+#include "gateway/context.h"
+
+namespace kinference::gateway {
+
+class Scraper : public std::enable_shared_from_this<Scraper> {
+ public:
+  explicit Scraper(std::shared_ptr<GatewayContext> ctx);
+  // Scrapes every endpoint now, then every interval.
+  void Start();
+  void Stop();
+
+ private:
+  void Tick();
+  void ScrapeOne(size_t index);
+  void Record(size_t index, bool ok, const std::string& why);
+
+  std::shared_ptr<GatewayContext> ctx_;
+  boost::asio::steady_timer timer_;
+  bool stopped_ = false;
+};
+
+}  // namespace kinference::gateway

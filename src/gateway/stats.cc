@@ -1,0 +1,210 @@
+#include "gateway/stats.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace kinference::gateway {
+
+// vLLM V1 (vllm/v1/metrics/loggers.py) bucket bounds.
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                          0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
+                                          20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
+const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                         0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+const std::vector<double> kE2eBuckets = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                         5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
+                                         60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+// Ours: TTFT-scale magnitudes (1 ms .. 10 s), mirrored around 0.
+const std::vector<double> kPredictionAbsErrorBuckets = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                        0.25,  0.5,   1.0,  2.5,   5.0,  10.0};
+const std::vector<double> kPredictionErrorBuckets = [] {
+  std::vector<double> b;
+  for (auto it = kPredictionAbsErrorBuckets.rbegin(); it != kPredictionAbsErrorBuckets.rend(); ++it)
+    b.push_back(-*it);
+  b.push_back(0.0);
+  b.insert(b.end(), kPredictionAbsErrorBuckets.begin(), kPredictionAbsErrorBuckets.end());
+  return b;
+}();
+
+namespace {
+
+std::string Num(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (std::isnan(v)) return "NaN";
+  return fmt::format("{}", v);
+}
+
+std::string LabelSet(const std::vector<std::string>& names, const LabelValues& values,
+                     const std::string& extra = {}) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!out.empty()) out += ',';
+    out += names[i] + "=\"" + EscapeLabelValue(i < values.size() ? values[i] : "") + "\"";
+  }
+  if (!extra.empty()) {
+    if (!out.empty()) out += ',';
+    out += extra;
+  }
+  return out.empty() ? out : "{" + out + "}";
+}
+
+void Header(std::string& out, const std::string& name, const std::string& help,
+            const std::string& type) {
+  out += "# HELP " + name + " " + help + "\n";
+  out += "# TYPE " + name + " " + type + "\n";
+}
+
+}  // namespace
+
+std::string EscapeLabelValue(const std::string& v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+CounterFamily::CounterFamily(std::string name, std::string help, std::vector<std::string> labels,
+                             std::string type)
+    : name_(std::move(name)),
+      help_(std::move(help)),
+      type_(std::move(type)),
+      labels_(std::move(labels)) {}
+
+void CounterFamily::Add(const LabelValues& values, double delta) { values_[values] += delta; }
+void CounterFamily::Set(const LabelValues& values, double value) { values_[values] = value; }
+double CounterFamily::Get(const LabelValues& values) const {
+  auto it = values_.find(values);
+  return it == values_.end() ? 0 : it->second;
+}
+
+void CounterFamily::Expose(std::string& out) const {
+  Header(out, name_, help_, type_);
+  for (const auto& [labels, v] : values_)
+    out += name_ + LabelSet(labels_, labels) + " " + Num(v) + "\n";
+}
+
+HistogramFamily::HistogramFamily(std::string name, std::string help,
+                                 std::vector<std::string> labels, std::vector<double> bounds)
+    : name_(std::move(name)),
+      help_(std::move(help)),
+      labels_(std::move(labels)),
+      bounds_(std::move(bounds)) {}
+
+void HistogramFamily::Observe(const LabelValues& values, double v) {
+  HistogramData& h = values_[values];
+  if (h.counts.empty()) h.counts.assign(bounds_.size() + 1, 0);
+  // Prometheus buckets are upper-inclusive: v lands in the first bound >= v.
+  size_t i = std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin();
+  ++h.counts[i];
+  h.sum += v;
+  ++h.count;
+}
+
+const HistogramData* HistogramFamily::Get(const LabelValues& values) const {
+  auto it = values_.find(values);
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+void HistogramFamily::Expose(std::string& out) const {
+  Header(out, name_, help_, "histogram");
+  for (const auto& [labels, h] : values_) {
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i <= bounds_.size(); ++i) {
+      cumulative += h.counts[i];
+      double le = i < bounds_.size() ? bounds_[i] : INFINITY;
+      out += name_ + "_bucket" + LabelSet(labels_, labels, "le=\"" + Num(le) + "\"") + " " +
+             std::to_string(cumulative) + "\n";
+    }
+    out += name_ + "_sum" + LabelSet(labels_, labels) + " " + Num(h.sum) + "\n";
+    out += name_ + "_count" + LabelSet(labels_, labels) + " " + std::to_string(h.count) + "\n";
+  }
+}
+
+Stats::Stats()
+    : ttft_("kinference_time_to_first_token_seconds",
+            "Time from request arrival at the gateway to the first content token.", {"model"},
+            kTtftBuckets),
+      itl_("kinference_inter_token_latency_seconds",
+           "Time between consecutive content chunks of a streamed response.", {"model"},
+           kItlBuckets),
+      e2e_("kinference_e2e_request_latency_seconds",
+           "Time from request arrival at the gateway to the end of its response.", {"model"},
+           kE2eBuckets),
+      prompt_tokens_("kinference_prompt_tokens_total", "Prompt tokens (upstream usage).",
+                     {"tenant", "model"}),
+      cached_tokens_("kinference_cached_tokens_total",
+                     "Prompt tokens served from the prefix cache (usage.prompt_tokens_details).",
+                     {"tenant", "model"}),
+      uncached_tokens_("kinference_uncached_tokens_total",
+                       "Prompt tokens that had to be prefilled (prompt - cached).",
+                       {"tenant", "model"}),
+      completion_tokens_("kinference_completion_tokens_total", "Completion tokens.",
+                         {"tenant", "model"}),
+      requests_("kinference_requests_total", "Routed requests by endpoint, strategy, outcome.",
+                {"endpoint", "strategy", "outcome"}),
+      prediction_error_("kinference_ttft_prediction_error_seconds",
+                        "Predicted minus observed TTFT of the chosen endpoint.", {"strategy"},
+                        kPredictionErrorBuckets),
+      prediction_abs_error_("kinference_ttft_prediction_abs_error_seconds",
+                            "Absolute difference of predicted and observed TTFT.", {"strategy"},
+                            kPredictionAbsErrorBuckets),
+      endpoint_healthy_("kinference_endpoint_healthy",
+                        "1 when the endpoint's last scrapes succeeded, 0 after 3 failures.",
+                        {"endpoint"}, "gauge") {}
+
+void Stats::RecordTtft(const std::string& model, double s) { ttft_.Observe({model}, s); }
+void Stats::RecordItl(const std::string& model, double s) { itl_.Observe({model}, s); }
+void Stats::RecordE2e(const std::string& model, double s) { e2e_.Observe({model}, s); }
+
+void Stats::RecordUsage(const std::string& tenant, const std::string& model,
+                        const routing::Usage& u) {
+  prompt_tokens_.Add({tenant, model}, u.prompt_tokens);
+  cached_tokens_.Add({tenant, model}, u.cached_tokens);
+  uncached_tokens_.Add({tenant, model}, std::max(0, u.prompt_tokens - u.cached_tokens));
+  completion_tokens_.Add({tenant, model}, u.completion_tokens);
+}
+
+void Stats::RecordRequest(const std::string& endpoint, const std::string& strategy,
+                          const std::string& outcome) {
+  requests_.Add({endpoint, strategy, outcome}, 1);
+}
+
+void Stats::RecordTtftPrediction(const std::string& strategy, double predicted_s,
+                                 double observed_s) {
+  double err = predicted_s - observed_s;
+  prediction_error_.Observe({strategy}, err);
+  prediction_abs_error_.Observe({strategy}, std::abs(err));
+}
+
+void Stats::SetEndpointHealthy(const std::string& endpoint, bool healthy) {
+  endpoint_healthy_.Set({endpoint}, healthy ? 1 : 0);
+}
+
+std::string Stats::Exposition() const {
+  std::string out;
+  ttft_.Expose(out);
+  itl_.Expose(out);
+  e2e_.Expose(out);
+  prompt_tokens_.Expose(out);
+  cached_tokens_.Expose(out);
+  uncached_tokens_.Expose(out);
+  completion_tokens_.Expose(out);
+  requests_.Expose(out);
+  prediction_error_.Expose(out);
+  prediction_abs_error_.Expose(out);
+  endpoint_healthy_.Expose(out);
+  return out;
+}
+
+}  // namespace kinference::gateway

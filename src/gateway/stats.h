@@ -1,0 +1,111 @@
+// Gateway statistics: every series the gateway exports at GET /metrics, declared in this
+// one place, with a small hand-written Prometheus text exposition (format 0.0.4; no
+// prometheus-cpp package exists on Debian 12).
+//
+// Series (times are seconds of the router's clock, i.e. model time; equal to real
+// seconds when time_scale is 1):
+//   kinference_time_to_first_token_seconds{model}      histogram, vLLM's TTFT buckets
+//   kinference_inter_token_latency_seconds{model}      histogram, vLLM's ITL buckets
+//   kinference_e2e_request_latency_seconds{model}      histogram, vLLM's e2e buckets
+//   kinference_{prompt,cached,uncached,completion}_tokens_total{tenant,model}  counters
+//   kinference_requests_total{endpoint,strategy,outcome}                      counter
+//   kinference_ttft_prediction_error_seconds{strategy}      predicted - observed TTFT,
+//                                                           buckets symmetric around 0
+//   kinference_ttft_prediction_abs_error_seconds{strategy}  |predicted - observed|
+//   kinference_endpoint_healthy{endpoint}                   gauge, 1 or 0
+// Bucket bounds of the first three are vLLM V1's (vllm/v1/metrics/loggers.py:
+// vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
+// vllm:e2e_request_latency_seconds), so dashboards for vLLM read ours the same way.
+//
+// Thread-safety: not thread-safe; the gateway uses it on its io_context thread only.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "routing/router.h"
+
+namespace kinference::gateway {
+
+// Bucket upper bounds (the +Inf bucket is implicit).
+extern const std::vector<double> kTtftBuckets;
+extern const std::vector<double> kItlBuckets;
+extern const std::vector<double> kE2eBuckets;
+extern const std::vector<double> kPredictionErrorBuckets;     // symmetric around 0
+extern const std::vector<double> kPredictionAbsErrorBuckets;  // positive half
+
+using LabelValues = std::vector<std::string>;
+
+struct HistogramData {
+  std::vector<uint64_t> counts;  // per bound, not cumulative; last one is +Inf
+  double sum = 0;
+  uint64_t count = 0;
+};
+
+// One metric family: a name, help, label names and one value per label set.
+class CounterFamily {
+ public:
+  CounterFamily(std::string name, std::string help, std::vector<std::string> labels,
+                std::string type = "counter");
+  void Add(const LabelValues& values, double delta);
+  void Set(const LabelValues& values, double value);
+  double Get(const LabelValues& values) const;  // 0 when never touched
+  void Expose(std::string& out) const;
+
+ private:
+  std::string name_, help_, type_;
+  std::vector<std::string> labels_;
+  std::map<LabelValues, double> values_;
+};
+
+class HistogramFamily {
+ public:
+  HistogramFamily(std::string name, std::string help, std::vector<std::string> labels,
+                  std::vector<double> bounds);
+  void Observe(const LabelValues& values, double v);
+  const HistogramData* Get(const LabelValues& values) const;  // nullptr when never touched
+  void Expose(std::string& out) const;
+
+ private:
+  std::string name_, help_;
+  std::vector<std::string> labels_;
+  std::vector<double> bounds_;
+  std::map<LabelValues, HistogramData> values_;
+};
+
+class Stats {
+ public:
+  Stats();
+  void RecordTtft(const std::string& model, double seconds);
+  void RecordItl(const std::string& model, double seconds);
+  void RecordE2e(const std::string& model, double seconds);
+  // Adds prompt, cached, uncached (= prompt - cached) and completion tokens.
+  void RecordUsage(const std::string& tenant, const std::string& model,
+                   const routing::Usage& usage);
+  // outcome: "success", "error", "cancelled" or "retried" (a failed first attempt).
+  void RecordRequest(const std::string& endpoint, const std::string& strategy,
+                     const std::string& outcome);
+  void RecordTtftPrediction(const std::string& strategy, double predicted_s, double observed_s);
+  void SetEndpointHealthy(const std::string& endpoint, bool healthy);
+
+  // Prometheus text exposition of every series.
+  std::string Exposition() const;
+
+  const CounterFamily& requests() const { return requests_; }
+  const CounterFamily& prompt_tokens() const { return prompt_tokens_; }
+  const CounterFamily& cached_tokens() const { return cached_tokens_; }
+  const HistogramFamily& ttft() const { return ttft_; }
+
+ private:
+  HistogramFamily ttft_, itl_, e2e_;
+  CounterFamily prompt_tokens_, cached_tokens_, uncached_tokens_, completion_tokens_;
+  CounterFamily requests_;
+  HistogramFamily prediction_error_, prediction_abs_error_;
+  CounterFamily endpoint_healthy_;
+};
+
+// Escapes a label value for the text format (backslash, double quote, newline).
+std::string EscapeLabelValue(const std::string& v);
+
+}  // namespace kinference::gateway

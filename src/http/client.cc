@@ -1,0 +1,285 @@
+// HTTP/1.1 client: one connection per call; the body is read incrementally with
+// Beast's response_parser<buffer_body> and handed out as it arrives.
+#include "http/client.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <optional>
+
+namespace kinference::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl> {
+ public:
+  CallImpl(asio::any_io_executor ex, ClientRequest request, ClientCallbacks callbacks)
+      : ex_(ex),
+        request_(std::move(request)),
+        callbacks_(std::move(callbacks)),
+        resolver_(ex),
+        socket_(ex),
+        timer_(ex) {}
+
+  void Start() {
+    if (done_ || cancelled_) return;
+    ArmTimer(request_.connect_timeout_s);
+    beast::error_code ec;
+    auto address = asio::ip::make_address(request_.host, ec);
+    if (!ec) {
+      Connect(tcp::endpoint(address, request_.port));
+      return;
+    }
+    resolver_.async_resolve(
+        request_.host, std::to_string(request_.port),
+        [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type results) {
+          if (ec || results.empty()) return self->Fail(ec, "resolve " + self->request_.host);
+          self->Connect(results.begin()->endpoint());
+        });
+  }
+
+  void Cancel() override {
+    if (done_) return;
+    cancelled_ = true;
+    CloseAll();
+    asio::post(ex_, [self = shared_from_this()] {
+      self->Complete(Status(ErrorCode::kCancelled, "cancelled"));
+    });
+  }
+
+ private:
+  void Connect(tcp::endpoint ep) {
+    if (done_) return;
+    socket_.async_connect(ep, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) return self->Fail(ec, "connect");
+      beast::error_code ignored;
+      self->socket_.set_option(tcp::no_delay(true), ignored);
+      self->WriteRequest();
+    });
+  }
+
+  void WriteRequest() {
+    if (done_) return;
+    bhttp::verb verb = bhttp::string_to_verb(request_.method);
+    req_.version(11);
+    if (verb == bhttp::verb::unknown) {
+      req_.method_string(request_.method);
+    } else {
+      req_.method(verb);
+    }
+    req_.target(request_.target);
+    req_.set(bhttp::field::host, request_.host + ":" + std::to_string(request_.port));
+    for (const auto& [k, v] : request_.headers.items) req_.insert(k, v);
+    if (!request_.body.empty() || verb == bhttp::verb::post || verb == bhttp::verb::put) {
+      if (!request_.content_type.empty()) {
+        req_.set(bhttp::field::content_type, request_.content_type);
+      }
+      req_.body() = std::move(request_.body);
+    }
+    req_.prepare_payload();
+    head_only_ = verb == bhttp::verb::head;
+    // The connect timer keeps running through the write; then the header timeout.
+    bhttp::async_write(socket_, req_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->Fail(ec, "write");
+      self->ReadHeader();
+    });
+  }
+
+  void ReadHeader() {
+    if (done_) return;
+    ArmTimer(request_.header_timeout_s);
+    parser_.emplace();
+    parser_->body_limit(boost::none);
+    parser_->skip(head_only_);
+    bhttp::async_read_header(socket_, buffer_, *parser_,
+                             [self = shared_from_this()](beast::error_code ec, size_t) {
+                               if (ec) return self->Fail(ec, "read header");
+                               self->OnHeader();
+                             });
+  }
+
+  void OnHeader() {
+    if (done_) return;
+    const auto& msg = parser_->get();
+    if (callbacks_.on_headers) {
+      Headers headers;
+      for (const auto& f : msg) {
+        headers.Add(std::string(f.name_string()), std::string(f.value()));
+      }
+      callbacks_.on_headers(static_cast<int>(msg.result_int()), headers);
+      if (done_ || cancelled_) return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    if (done_ || cancelled_) return;
+    if (parser_->is_done()) return Complete(Status::Ok());
+    ArmTimer(request_.idle_timeout_s);
+    auto& body = parser_->get().body();
+    body.data = chunk_;
+    body.size = sizeof chunk_;
+    bhttp::async_read_some(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
+  }
+
+  void OnBody(beast::error_code ec) {
+    if (done_) return;
+    if (ec == bhttp::error::need_buffer) ec = {};
+    size_t n = sizeof chunk_ - parser_->get().body().size;
+    if (ec) return Fail(ec, "read body");
+    if (n > 0 && callbacks_.on_data && !cancelled_) {
+      callbacks_.on_data(std::string_view(chunk_, n));
+    }
+    ReadBody();
+  }
+
+  // Deadline `seconds` from now (replacing the previous one), or none when 0.
+  void ArmTimer(double seconds) {
+    ++timer_generation_;
+    timer_.cancel();
+    if (seconds <= 0) return;
+    timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(seconds)));
+    timer_.async_wait([self = shared_from_this(), gen = timer_generation_](beast::error_code ec) {
+      if (ec || gen != self->timer_generation_ || self->done_) return;
+      self->timed_out_ = true;
+      self->CloseAll();
+    });
+  }
+
+  void Fail(beast::error_code ec, const std::string& what) {
+    if (cancelled_) return Complete(Status(ErrorCode::kCancelled, "cancelled"));
+    if (timed_out_) {
+      return Complete(Status(
+          ErrorCode::kDeadlineExceeded,
+          "timed out (" + what + ") to " + request_.host + ":" + std::to_string(request_.port)));
+    }
+    Complete(Status(
+        ErrorCode::kUnavailable,
+        what + " " + request_.host + ":" + std::to_string(request_.port) + ": " + ec.message()));
+  }
+
+  void CloseAll() {
+    beast::error_code ignored;
+    resolver_.cancel();
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+  void Complete(Status status) {
+    if (done_) return;
+    done_ = true;
+    ++timer_generation_;
+    timer_.cancel();
+    CloseAll();
+    auto on_complete = std::move(callbacks_.on_complete);
+    // Callbacks often capture this call; dropping them breaks the cycle.
+    callbacks_ = ClientCallbacks{};
+    if (on_complete) on_complete(std::move(status));
+  }
+
+  asio::any_io_executor ex_;
+  ClientRequest request_;
+  ClientCallbacks callbacks_;
+  tcp::resolver resolver_;
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  uint64_t timer_generation_ = 0;
+  bhttp::request<bhttp::string_body> req_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::response_parser<bhttp::buffer_body>> parser_;
+  char chunk_[16384];
+  bool head_only_ = false;
+  bool done_ = false;
+  bool cancelled_ = false;
+  bool timed_out_ = false;
+};
+
+}  // namespace
+
+std::shared_ptr<Call> StartCall(asio::any_io_executor ex, ClientRequest request,
+                                ClientCallbacks callbacks) {
+  auto call = std::make_shared<CallImpl>(ex, std::move(request), std::move(callbacks));
+  // Start from the executor so that callbacks never run inside StartCall itself.
+  asio::post(ex, [call] { call->Start(); });
+  return call;
+}
+
+void Fetch(asio::any_io_executor ex, ClientRequest request,
+           std::function<void(Result<Response>)> done) {
+  auto response = std::make_shared<Response>();
+  ClientCallbacks cb;
+  cb.on_headers = [response](int status, const Headers& headers) {
+    response->status = status;
+    response->headers = headers;
+  };
+  cb.on_data = [response](std::string_view data) { response->body.append(data); };
+  cb.on_complete = [response, done = std::move(done)](Status status) {
+    if (!status.ok()) return done(status);
+    done(std::move(*response));
+  };
+  StartCall(ex, std::move(request), std::move(cb));
+}
+
+Result<Response> FetchSync(ClientRequest request) {
+  asio::io_context io;
+  std::optional<Result<Response>> result;
+  Fetch(io.get_executor(), std::move(request), [&](Result<Response> r) { result = std::move(r); });
+  io.run();
+  if (!result) return Status(ErrorCode::kInternal, "fetch did not complete");
+  return std::move(*result);
+}
+
+Result<std::pair<std::string, uint16_t>> ParseHostPort(std::string_view url) {
+  std::string_view rest = url;
+  if (rest.starts_with("http://")) {
+    rest.remove_prefix(7);
+  } else if (rest.find("://") != std::string_view::npos) {
+    return Status(ErrorCode::kInvalidArgument, "unsupported scheme in " + std::string(url));
+  }
+  rest = rest.substr(0, rest.find('/'));
+  std::string_view host = rest, port_text;
+  if (rest.starts_with("[")) {  // [IPv6]:port
+    size_t close = rest.find(']');
+    if (close == std::string_view::npos) {
+      return Status(ErrorCode::kInvalidArgument, "bad host in " + std::string(url));
+    }
+    host = rest.substr(1, close - 1);
+    std::string_view after = rest.substr(close + 1);
+    if (after.starts_with(":")) port_text = after.substr(1);
+  } else if (size_t colon = rest.rfind(':'); colon != std::string_view::npos) {
+    host = rest.substr(0, colon);
+    port_text = rest.substr(colon + 1);
+  }
+  if (host.empty()) return Status(ErrorCode::kInvalidArgument, "no host in " + std::string(url));
+  uint16_t port = 80;
+  if (!port_text.empty() || rest.ends_with(":")) {
+    unsigned long v = 0;
+    if (port_text.empty() || port_text.size() > 5) {
+      return Status(ErrorCode::kInvalidArgument, "bad port in " + std::string(url));
+    }
+    for (char c : port_text) {
+      if (c < '0' || c > '9') {
+        return Status(ErrorCode::kInvalidArgument, "bad port in " + std::string(url));
+      }
+      v = v * 10 + static_cast<unsigned long>(c - '0');
+    }
+    if (v == 0 || v > 65535) {
+      return Status(ErrorCode::kInvalidArgument, "bad port in " + std::string(url));
+    }
+    port = static_cast<uint16_t>(v);
+  }
+  return std::make_pair(std::string(host), port);
+}
+
+}  // namespace kinference::http

@@ -1,0 +1,99 @@
+// HTTP/1.1 server on Boost.Beast for the shells (gateway, engine-sim): routes requests
+// to handlers that answer whole or stream (chunked transfer encoding, for SSE).
+//
+// Promises: keep-alive; request bodies above ServerOptions::max_body_bytes are refused
+// with 413 and an OpenAI-shaped error body, malformed HTTP with 400, unknown paths with
+// 404 (fallback handler if set); a handler learns that its client went away through
+// ResponseWriter::OnClose (a streaming response keeps reading the socket to notice EOF);
+// nothing a client sends can crash the process.
+//
+// Thread-safety: the Server and every ResponseWriter live on one io_context; call all
+// methods from its thread(s) (use asio::post to get there). Handlers run on it.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace kinference::http {
+
+// Header list; names compared case-insensitively by Find.
+struct Headers {
+  std::vector<std::pair<std::string, std::string>> items;
+  void Add(std::string name, std::string value) {
+    items.emplace_back(std::move(name), std::move(value));
+  }
+  // Value of the first header named `name` (case-insensitive); empty if absent.
+  std::string_view Find(std::string_view name) const;
+};
+
+struct Request {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // as sent, with query
+  std::string path;    // target without query
+  Headers headers;
+  std::string body;
+};
+
+class ResponseWriter {
+ public:
+  virtual ~ResponseWriter() = default;
+  // A whole response. Content-Length is set.
+  virtual void Send(int status, std::string content_type, std::string body, Headers extra = {}) = 0;
+  // Starts a chunked response; follow with Write()s and End().
+  virtual void StartStream(int status, std::string content_type, Headers extra = {}) = 0;
+  // Queues one chunk; chunks go out in order, each as soon as the socket takes it.
+  virtual void Write(std::string data) = 0;
+  // Ends a stream (terminating zero chunk). Idempotent.
+  virtual void End() = 0;
+  // True once the client disconnected or a write failed.
+  virtual bool closed() const = 0;
+  // Called once when the client disconnects before the response ended.
+  virtual void OnClose(std::function<void()> callback) = 0;
+  virtual boost::asio::any_io_executor executor() const = 0;
+};
+
+using Handler = std::function<void(Request, std::shared_ptr<ResponseWriter>)>;
+
+struct ServerOptions {
+  std::string address = "127.0.0.1";
+  uint16_t port = 0;                         // 0: pick a free port
+  size_t max_body_bytes = 32 * 1024 * 1024;  // 413 above this
+  // A connection that has not sent (all of) the next request's header this long after
+  // accepting or after its last response is closed. 5 s is uvicorn's default
+  // timeout_keep_alive, which vLLM's API server uses. (Added; 0: no limit.)
+  double keep_alive_timeout_s = 5;
+};
+
+class Server {
+ public:
+  Server(boost::asio::io_context& io, ServerOptions options);
+  ~Server();
+  // Exact-path routes; later routes with the same method and path replace earlier ones.
+  void Route(std::string method, std::string path, Handler handler);
+  // For requests no route matches (default: 404 OpenAI-shaped error).
+  void SetFallback(Handler handler);
+  // Binds and starts accepting; returns the bound port. Errors: kUnavailable.
+  Result<uint16_t> Start();
+  void Stop();
+
+ private:
+  class Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+// {"error":{"message","type","param","code"}} for a non-ok status (OpenAI shape; vLLM
+// uses the same). `code` is the HTTP status as a number.
+std::string OpenAiErrorBody(const Status& status);
+// Sends OpenAiErrorBody with HttpStatusFor(status.code()).
+void SendOpenAiError(ResponseWriter& w, const Status& status);
+
+}  // namespace kinference::http

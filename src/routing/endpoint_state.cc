@@ -1,0 +1,74 @@
+#include "routing/endpoint_state.h"
+
+#include <algorithm>
+
+namespace kinference::routing {
+
+bool EndpointState::ObserveMetrics(const MetricsSnapshot& snap, Seconds at) {
+  bool restarted = false;
+  if (metrics) {
+    if (at < scraped_at) return false;  // out of order: keep the newer one
+    const MetricsSnapshot& old = *metrics;
+    if (snap.prompt_tokens_total && old.prompt_tokens_total &&
+        *snap.prompt_tokens_total < *old.prompt_tokens_total)
+      restarted = true;
+    // Average uncached prompt tokens per request since the last scrape.
+    if (!restarted && snap.prompt_tokens_total && old.prompt_tokens_total &&
+        snap.ttft_seconds_count && old.ttft_seconds_count) {
+      double dreq = *snap.ttft_seconds_count - *old.ttft_seconds_count;
+      double dtok = *snap.prompt_tokens_total - *old.prompt_tokens_total;
+      if (dreq >= 1 && dtok >= 0) {
+        double hit = 0;
+        if (snap.prefix_cache_queries_total && old.prefix_cache_queries_total &&
+            snap.prefix_cache_hits_total && old.prefix_cache_hits_total) {
+          double dq = *snap.prefix_cache_queries_total - *old.prefix_cache_queries_total;
+          double dh = *snap.prefix_cache_hits_total - *old.prefix_cache_hits_total;
+          if (dq > 0) hit = std::clamp(dh / dq, 0.0, 1.0);
+        }
+        double sample = dtok / dreq * (1 - hit);
+        other_prompt_tokens_ = 0.7 * other_prompt_tokens_ + 0.3 * sample;
+      }
+    }
+  }
+  metrics = snap;
+  scraped_at = at;
+  pending_at_scrape_ = awaiting_first_token();
+  in_flight_at_scrape_ = in_flight;
+  return restarted;
+}
+
+void EndpointState::AddPending(uint64_t seq, Seconds at, double uncached_tokens) {
+  pending_[seq] = Pending{at, std::max(0.0, uncached_tokens)};
+}
+
+void EndpointState::RemovePending(uint64_t seq) { pending_.erase(seq); }
+
+double EndpointState::PrefillRate() const {
+  return 1000.0 / std::max(1e-6, predictor.coefficients()[1]);
+}
+
+QueueEstimate EndpointState::EstimateQueue(Seconds now, double stale_metrics_s) const {
+  QueueEstimate q;
+  double rate = PrefillRate();
+  Seconds free_at = -1e300;
+  for (const auto& [seq, p] : pending_) {
+    double dur = p.uncached_tokens / rate;
+    Seconds start = std::max(free_at, p.dispatched_at);
+    Seconds finish = start + dur;
+    q.own_tokens += std::clamp(finish - now, 0.0, dur) * rate;
+    free_at = finish;
+  }
+  q.running_seqs = in_flight - awaiting_first_token();
+  if (metrics) {
+    double age = MetricsAge(now);
+    double trust = age > stale_metrics_s ? 0.5 : 1.0;
+    double waiting = metrics->num_requests_waiting.value_or(0);
+    double other_waiting = std::max(0.0, waiting - pending_at_scrape_);
+    q.other_tokens = trust * std::max(0.0, other_waiting * other_prompt_tokens_ - rate * age);
+    double running = metrics->num_requests_running.value_or(0);
+    q.running_seqs += trust * std::max(0.0, running - in_flight_at_scrape_);
+  }
+  return q;
+}
+
+}  // namespace kinference::routing

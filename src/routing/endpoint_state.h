@@ -1,0 +1,81 @@
+// EndpointState: everything the router believes about one endpoint — its scraped metrics
+// and their age, the requests it dispatched there that have not produced a first token,
+// its prefix index and its TTFT predictor — and the estimate of the prefill work queued
+// ahead of a new request, built from those.
+//
+// Queue estimate (tokens of uncached prefill ahead of a request dispatched now):
+//   own   : the router's own requests awaiting a first token, drained as a FIFO fluid at
+//           the predictor's learned prefill rate (1000 / c_prefill tokens/s) from their
+//           dispatch times, so old dispatches count less than fresh ones;
+//   other : scraped vllm:num_requests_waiting beyond the router's own awaiting requests
+//           at scrape time (traffic from elsewhere), times the uncached tokens of an
+//           average request (from the scrape's counter deltas; prior 512 tokens), less
+//           what the endpoint drained since the scrape; halved when older than
+//           RouterConfig::stale_metrics_s.
+// Running sequences: the router's own requests past their first token plus scraped
+// vllm:num_requests_running beyond the router's own in-flight requests at scrape time.
+//
+// Thread-safety: not thread-safe; owned by the Router.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "common/clock.h"
+#include "routing/metrics_snapshot.h"
+#include "routing/prefix_index.h"
+#include "routing/router.h"
+#include "routing/ttft_predictor.h"
+
+namespace kinference::routing {
+
+struct QueueEstimate {
+  double own_tokens = 0;    // uncached tokens of own requests still to prefill
+  double other_tokens = 0;  // same for traffic the router did not dispatch
+  double running_seqs = 0;  // sequences decoding
+  double total() const { return own_tokens + other_tokens; }
+};
+
+class EndpointState {
+ public:
+  static constexpr double kDefaultCapacityTokens = 1e6;   // until cache_config_info is seen
+  static constexpr double kPriorOtherPromptTokens = 512;  // uncached tokens per other request
+
+  EndpointState(EndpointInfo info, size_t default_capacity_blocks)
+      : info(std::move(info)), index(default_capacity_blocks) {}
+
+  // Records a scrape; returns true when the endpoint's counters went backwards (a restart).
+  bool ObserveMetrics(const MetricsSnapshot& snap, Seconds scraped_at);
+  double MetricsAge(Seconds now) const { return metrics ? std::max(0.0, now - scraped_at) : -1; }
+
+  void AddPending(uint64_t seq, Seconds dispatched_at, double uncached_tokens);
+  void RemovePending(uint64_t seq);
+  int awaiting_first_token() const { return static_cast<int>(pending_.size()); }
+
+  QueueEstimate EstimateQueue(Seconds now, double stale_metrics_s) const;
+  // Prefill throughput implied by the predictor (tokens/s).
+  double PrefillRate() const;
+
+  EndpointInfo info;
+  bool healthy = true;
+  std::optional<MetricsSnapshot> metrics;
+  Seconds scraped_at = 0;
+  int in_flight = 0;  // dispatched, not finished
+  PrefixIndex index;
+  TtftPredictor predictor;
+
+ private:
+  struct Pending {
+    Seconds dispatched_at;
+    double uncached_tokens;
+  };
+  std::map<uint64_t, Pending> pending_;  // by dispatch order
+  int pending_at_scrape_ = 0;
+  int in_flight_at_scrape_ = 0;
+  double other_prompt_tokens_ = kPriorOtherPromptTokens;
+};
+
+}  // namespace kinference::routing

@@ -1,0 +1,85 @@
+// Strategy: how the Router chooses among candidate endpoints, and the registry that maps
+// strategy names to factories so new strategies (ours or peers') need no Router change.
+//
+// The Router computes one CandidateView per healthy candidate (scraped metrics with their
+// age, its own in-flight bookkeeping, the prefix index's match, the TTFT predictor's
+// estimate) and hands them to Strategy::Choose, which returns the chosen index and a score
+// per candidate (lower is better). Each Router owns one instance per strategy name,
+// created on first use by the registered factory, so a strategy may keep state (a
+// round-robin cursor, a random generator) and sees the dispatch/finish hooks of the
+// requests it routed.
+//
+// Built-in strategies (strategies_basic.cc): random, round-robin, least-load, prefix,
+// predicted-ttft.
+//
+// Thread-safety: the registry is guarded by a mutex (register at start-up, before Routers
+// pick); Strategy instances are not thread-safe and are used on the Router's strand.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "routing/metrics_snapshot.h"
+#include "routing/router.h"
+
+namespace kinference::routing {
+
+// What the router knows about one candidate for one request.
+struct CandidateView {
+  const EndpointInfo* info = nullptr;
+  const MetricsSnapshot* metrics = nullptr;  // last scrape; nullptr if never scraped
+  double metrics_age_s = -1;                 // -1 if never scraped
+  int in_flight = 0;                         // dispatched by this router, not finished
+  int awaiting_first_token = 0;              // of those, no first token yet
+  double queued_prefill_tokens = 0;          // estimated uncached tokens queued ahead
+  double running_seqs = 0;                   // estimated sequences decoding
+  double matched_tokens = 0;                 // expected prefix-cache hit for this request
+  double uncached_tokens = 0;                // expected prefill for this request
+  double predicted_ttft_s = 0;               // the endpoint's TTFT predictor
+  double queue_wait_s = 0;                   // part of it waiting for work ahead
+};
+
+struct StrategyOptions {
+  uint64_t seed = 1;
+  double stale_metrics_s = 5.0;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  // Returns the index of the chosen candidate in `candidates` (never empty) and writes
+  // each candidate's score (lower is better) into `scores` (same size).
+  virtual size_t Choose(const RequestFeatures& request, std::span<const CandidateView> candidates,
+                        std::span<double> scores, Seconds now) = 0;
+  // Optional hooks for requests this strategy routed.
+  virtual void OnDispatched(const RequestFeatures& request, const EndpointId& endpoint,
+                            Seconds now) {}
+  virtual void OnFinished(const std::string& request_id, const EndpointId& endpoint,
+                          const Usage& usage, Outcome outcome, Seconds now) {}
+};
+
+using StrategyFactory = std::function<std::unique_ptr<Strategy>(const StrategyOptions&)>;
+
+// Registers (or replaces) a strategy under `name`.
+void RegisterStrategy(std::string name, StrategyFactory factory);
+// The factory registered under `name`, or std::nullopt.
+std::optional<StrategyFactory> FindStrategy(std::string_view name);
+// Registered names, sorted.
+std::vector<std::string> RegisteredStrategyNames();
+
+// Next value of a splitmix64 generator (Steele, Lea, Flood, "Fast splittable pseudorandom
+// number generators", OOPSLA 2014); deterministic for a given seed.
+uint64_t SplitMix64(uint64_t& state);
+
+// Helper for strategies: index of the lowest score; exact ties broken by `tie_break`
+// (lower wins), remaining ties by a uniform draw from `rng`.
+size_t ArgMin(std::span<const double> scores, std::span<const double> tie_break, uint64_t& rng);
+
+}  // namespace kinference::routing

@@ -1,0 +1,321 @@
+// Scenario definitions and the multi-threaded runner of sim/scenarios.h.
+#include "sim/scenarios.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include "bench/report.h"
+#include "engine/profile.h"
+#include "routing/strategy.h"
+
+namespace kinference::sim {
+namespace {
+
+engine::HardwareProfile Profile(const std::string& name) {
+  auto p = engine::ProfileByName(name);
+  return p.ok() ? *p : engine::HardwareProfile{};
+}
+
+size_t Scaled(double n, const ScenarioParams& p) {
+  return std::max<size_t>(2, static_cast<size_t>(std::lround(n * p.scale)));
+}
+
+SimOptions BaseOptions(const ScenarioParams& p, std::vector<ReplicaSpec> replicas) {
+  SimOptions o;
+  o.replicas = std::move(replicas);
+  o.network_latency_s = p.network_latency_s;
+  o.scrape_interval_s = p.scrape_interval_s;
+  o.scrape_jitter_s = p.scrape_jitter_s;
+  return o;
+}
+
+Condition OpenLoop(const std::string& workload, size_t sessions, double rate, SimOptions o,
+                   std::string label = "") {
+  Condition c;
+  c.workload = workload;
+  c.label = std::move(label);
+  c.spec.name = workload;
+  c.spec.sessions = sessions;
+  c.spec.rate_rps = rate;
+  c.options = std::move(o);
+  return c;
+}
+
+Scenario LightLoad(const ScenarioParams& p) {
+  Scenario s{"light-load",
+             "3 x l40s-27b-fp8, open-loop Poisson arrivals at " +
+                 std::to_string(kLightLoadRateRps) + " sessions/s",
+             {}};
+  auto o = BaseOptions(p, MakePool(Profile("l40s-27b-fp8"), "l40s", 3));
+  s.conditions.push_back(OpenLoop("shared-prefix", Scaled(72, p), kLightLoadRateRps, o));
+  s.conditions.push_back(OpenLoop("multiturn", Scaled(12, p), kLightLoadRateRps, o));
+  s.conditions.push_back(OpenLoop("independent", Scaled(36, p), kLightLoadRateRps, o));
+  return s;
+}
+
+Scenario Capacity(const ScenarioParams& p) {
+  Scenario s{"capacity", "3 x l40s-27b-fp8, closed loop at concurrency 4..32", {}};
+  auto o = BaseOptions(p, MakePool(Profile("l40s-27b-fp8"), "l40s", 3));
+  for (size_t conc : {4, 8, 16, 24, 32}) {
+    std::string label = "c=" + std::to_string(conc);
+    o.concurrency = conc;
+    const size_t measured = Scaled(std::max<size_t>(72, 3 * conc), p);
+    const size_t warmup = Scaled(kCapacityWarmup, p);
+    Condition sp = OpenLoop("shared-prefix", warmup + measured, 0, o, label);
+    sp.warmup_sessions = warmup;
+    sp.ttft_slo_s = kSharedPrefixSloS;
+    s.conditions.push_back(sp);
+    Condition mt = OpenLoop("multiturn", Scaled(std::max<size_t>(8, conc), p), 0, o, label);
+    mt.ttft_slo_s = kMultiturnSloS;
+    s.conditions.push_back(mt);
+  }
+  return s;
+}
+
+Scenario Trace(const ScenarioParams& p) {
+  Scenario s{fmt::format("trace"),
+             fmt::format("Mooncake conversation trace, first {} lines, on {} x h100-27b-fp8, at "
+                         "its own rate and faster",
+                         Scaled(kTraceRequests, p), kTraceReplicas),
+             {}};
+  s.max_trials = 1;
+  auto o = BaseOptions(p, MakePool(Profile("h100-27b-fp8"), "h100", kTraceReplicas));
+  for (double speed : {1.0, 1.5, 2.0}) {
+    Condition c =
+        OpenLoop("trace", Scaled(kTraceRequests, p), 0, o, fmt::format("speed={:g}", speed));
+    c.spec.trace_path = p.trace_path;
+    c.spec.speed = speed;
+    s.conditions.push_back(c);
+  }
+  return s;
+}
+
+Scenario Heterogeneous(const ScenarioParams& p) {
+  Scenario s{"heterogeneous", "2 x l40s-27b-fp8 + 1 x h100-27b-fp8, open loop", {}};
+  auto replicas = MakePool(Profile("l40s-27b-fp8"), "l40s", 2);
+  for (auto& r : MakePool(Profile("h100-27b-fp8"), "h100", 1)) replicas.push_back(r);
+  auto o = BaseOptions(p, replicas);
+  s.conditions.push_back(OpenLoop("shared-prefix", Scaled(72, p), 0.1, o, "rate=0.1"));
+  s.conditions.push_back(OpenLoop("multiturn", Scaled(12, p), 0.1, o, "rate=0.1"));
+  s.conditions.push_back(OpenLoop("independent", Scaled(36, p), 0.1, o, "rate=0.1"));
+  return s;
+}
+
+Scenario Restarts(const ScenarioParams& p) {
+  Scenario s{"restarts",
+             "3 x l40s-27b-fp8 at 0.05 sessions/s; l40s/0 restarts (30 s down, empty cache) "
+             "at 1/3 of the run, l40s/3 joins at 1/2, l40s/1 leaves at 2/3",
+             {}};
+  const size_t n = Scaled(96, p);
+  const double rate = kLightLoadRateRps;
+  const double span = static_cast<double>(n) / rate;
+  auto replicas = MakePool(Profile("l40s-27b-fp8"), "l40s", 4);
+  replicas[3].join_at_s = span / 2;
+  replicas[1].leave_at_s = 2 * span / 3;
+  auto o = BaseOptions(p, replicas);
+  o.restarts.push_back(RestartSpec{"l40s/0", span / 3, 30});
+  s.conditions.push_back(OpenLoop("shared-prefix", n, rate, o, "restart+join+leave"));
+  return s;
+}
+
+double Mean(const std::vector<double>& v) {
+  if (v.empty()) return std::nan("");
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+boost::json::value Num(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  return v;
+}
+
+}  // namespace
+
+std::vector<std::string> ScenarioNames() {
+  return {"light-load", "capacity", "trace", "heterogeneous", "restarts"};
+}
+
+Result<Scenario> MakeScenario(const std::string& name, const ScenarioParams& params) {
+  if (name == "light-load") return LightLoad(params);
+  if (name == "capacity") return Capacity(params);
+  if (name == "trace") return Trace(params);
+  if (name == "heterogeneous") return Heterogeneous(params);
+  if (name == "restarts") return Restarts(params);
+  return Status(ErrorCode::kNotFound, "unknown scenario: " + name);
+}
+
+std::vector<std::string> DefaultStrategies() {
+  std::vector<std::string> out = {"random", "round-robin", "least-load", "prefix",
+                                  "predicted-ttft"};
+  for (const auto& n : routing::RegisteredStrategyNames())
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  out.push_back("oracle");
+  return out;
+}
+
+boost::json::object Summarize(const std::string& scenario, const Condition& c,
+                              const std::string& strategy, const std::vector<SimResult>& trials) {
+  std::vector<bench::RequestRecord> records;
+  std::vector<double> abs_err, rel_err, goodput;
+  size_t met = 0, ok = 0;
+  double duration = 0;
+  for (const SimResult& t : trials) {
+    size_t met_t = 0;
+    double first_start = kNever, last_end = 0;
+    for (const SimRequest& r : t.requests) {
+      if (r.session_index < c.warmup_sessions) continue;
+      records.push_back(r.record);
+      first_start = std::min(first_start, r.record.start_s);
+      last_end = std::max(last_end, r.record.start_s + r.record.e2e_s);
+      if (!r.record.ok()) continue;
+      ++ok;
+      if (c.ttft_slo_s > 0 && r.record.ttft_s >= 0 && r.record.ttft_s <= c.ttft_slo_s) ++met_t;
+      if (r.predicted_ttft_s >= 0 && r.gateway_ttft_s > 0) {
+        double e = std::abs(r.predicted_ttft_s - r.gateway_ttft_s);
+        abs_err.push_back(e);
+        rel_err.push_back(e / r.gateway_ttft_s);
+      }
+    }
+    met += met_t;
+    const double window = c.warmup_sessions > 0 ? last_end - first_start : t.duration_s;
+    duration += window;
+    if (window > 0) goodput.push_back(static_cast<double>(met_t) / (window / 60.0));
+  }
+  bench::RunInfo info;
+  info.workload = c.workload;
+  info.strategy = strategy;
+  info.label = c.label;
+  info.target = "simulate";
+  info.duration_s = duration;
+  bench::Summary s = bench::Summarize(records, info);
+
+  boost::json::object o;
+  o["scenario"] = scenario;
+  o["workload"] = c.workload;
+  o["label"] = c.label;
+  o["strategy"] = strategy;
+  o["trials"] = trials.size();
+  o["requests"] = s.requests;
+  o["errors"] = s.errors;
+  o["ttft_p50_s"] = Num(s.ttft_p50_s);
+  o["ttft_p90_s"] = Num(s.ttft_p90_s);
+  o["ttft_p99_s"] = Num(s.ttft_p99_s);
+  o["e2e_p50_s"] = Num(s.e2e_p50_s);
+  o["e2e_p90_s"] = Num(s.e2e_p90_s);
+  o["itl_p50_s"] = Num(s.itl_p50_s);
+  o["cached_token_ratio"] = Num(s.cached_token_ratio);
+  o["throughput_rps"] = Num(s.throughput_rps);
+  std::vector<double> ttfts;
+  for (const auto& r : records)
+    if (r.ok() && r.ttft_s >= 0) ttfts.push_back(r.ttft_s);
+  boost::json::array quantiles;  // TTFT at 0%, 5%, ..., 100%: the CDF for plots
+  if (!ttfts.empty())
+    for (int i = 0; i <= 20; ++i) quantiles.push_back(bench::Percentile(ttfts, i / 20.0));
+  o["ttft_quantiles_s"] = std::move(quantiles);
+  o["prediction_abs_err_p50_s"] = Num(bench::Percentile(abs_err, 0.5));
+  o["prediction_rel_err_p90"] = Num(bench::Percentile(rel_err, 0.9));
+  if (c.options.concurrency > 0) {
+    o["concurrency"] = c.options.concurrency;
+    if (c.ttft_slo_s > 0) {
+      double frac = ok ? static_cast<double>(met) / static_cast<double>(s.requests) : 0.0;
+      o["ttft_slo_s"] = c.ttft_slo_s;
+      o["slo_fraction"] = frac;
+      o["goodput_rpm"] = Num(Mean(goodput));
+      o["slo_met"] = frac >= kSloFraction;
+    }
+  } else if (c.spec.rate_rps > 0) {
+    o["rate_rps"] = c.spec.rate_rps;
+  }
+  return o;
+}
+
+Result<boost::json::object> RunScenario(const Scenario& scenario, const RunPlan& plan) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  size_t trials = std::max<size_t>(1, plan.trials);
+  if (scenario.max_trials > 0) trials = std::min(trials, scenario.max_trials);
+  // Workloads once per (condition, trial), shared read-only by every strategy.
+  std::vector<std::vector<std::vector<workload::Session>>> sessions(scenario.conditions.size());
+  for (size_t c = 0; c < scenario.conditions.size(); ++c) {
+    for (size_t t = 0; t < trials; ++t) {
+      workload::WorkloadSpec spec = scenario.conditions[c].spec;
+      spec.seed = plan.seed + t;
+      auto w = workload::MakeWorkload(spec);
+      if (!w.ok()) return w.status();
+      sessions[c].push_back(std::move(*w));
+    }
+  }
+  struct Job {
+    size_t condition, strategy, trial;
+  };
+  std::vector<Job> jobs;
+  for (size_t c = 0; c < scenario.conditions.size(); ++c)
+    for (size_t s = 0; s < plan.strategies.size(); ++s)
+      for (size_t t = 0; t < trials; ++t) jobs.push_back({c, s, t});
+  std::vector<std::optional<Result<SimResult>>> out(jobs.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t j = next++; j < jobs.size(); j = next++) {
+      const Job& job = jobs[j];
+      SimOptions o = scenario.conditions[job.condition].options;
+      o.strategy = plan.strategies[job.strategy];
+      o.seed = plan.seed + job.trial;
+      out[j] = Simulate(sessions[job.condition][job.trial], o);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < std::max<size_t>(1, plan.jobs); ++i) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+
+  boost::json::array results;
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> errors;
+  size_t simulated = 0;
+  for (size_t c = 0; c < scenario.conditions.size(); ++c) {
+    for (size_t s = 0; s < plan.strategies.size(); ++s) {
+      std::vector<SimResult> runs;
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        if (jobs[j].condition != c || jobs[j].strategy != s) continue;
+        if (!out[j]->ok()) return out[j]->status();
+        runs.push_back(std::move(out[j]->value()));
+      }
+      for (const auto& r : runs) {
+        simulated += r.requests.size();
+        for (const auto& q : r.requests) {
+          if (!q.record.ok() || q.predicted_ttft_s < 0 || q.gateway_ttft_s <= 0) continue;
+          double e = std::abs(q.predicted_ttft_s - q.gateway_ttft_s);
+          errors[plan.strategies[s]].first.push_back(e);
+          errors[plan.strategies[s]].second.push_back(e / q.gateway_ttft_s);
+        }
+      }
+      results.push_back(Summarize(scenario.name, scenario.conditions[c], plan.strategies[s], runs));
+    }
+  }
+  boost::json::object pred;
+  for (auto& [name, e] : errors) {
+    pred[name] = boost::json::object{{"abs_p50_s", Num(bench::Percentile(e.first, 0.5))},
+                                     {"rel_p90", Num(bench::Percentile(e.second, 0.9))},
+                                     {"samples", e.first.size()}};
+  }
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  boost::json::object doc;
+  doc["scenario"] = scenario.name;
+  doc["description"] = scenario.description;
+  doc["trials"] = trials;
+  doc["seed"] = plan.seed;
+  doc["results"] = std::move(results);
+  doc["prediction_error"] = std::move(pred);
+  doc["wall_s"] = wall;
+  doc["simulated_requests"] = simulated;
+  doc["sim_requests_per_wall_s"] = wall > 0 ? static_cast<double>(simulated) / wall : 0.0;
+  return doc;
+}
+
+}  // namespace kinference::sim

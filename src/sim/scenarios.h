@@ -1,0 +1,109 @@
+// Scenarios: the named simulation experiments of `kinference simulate` and their runner.
+//
+// A scenario is a list of conditions (workload, cluster, load); the runner simulates
+// every condition for every strategy and trial, each strategy on its own identical,
+// fresh cluster with the same arrivals (trial t uses workload seed `seed + t` for every
+// strategy), and summarises them. Parameters and the published figures they are set
+// beside are in docs/simulator.md. Scenarios:
+//   light-load     3 x l40s-27b-fp8, open-loop Poisson kLightLoadRateRps; shared-prefix,
+//                  multiturn, independent.
+//   capacity       3 x l40s-27b-fp8, closed loop at concurrency 4, 8, 16, 24, 32;
+//                  shared-prefix (TTFT SLO 8 s; kCapacityWarmup warm-up requests, then
+//                  max(72, 3 x concurrency) measured) and multiturn (4 s; max(8, c)
+//                  sessions of 8 turns).
+//   trace          the first kTraceRequests lines of the Mooncake conversation trace on
+//                  kTraceReplicas x h100-27b-fp8, at its own rate (speed 1) and 1.5x, 2x
+//                  (where random breaks); one trial (the trace fixes the arrivals).
+//   heterogeneous  2 x l40s-27b-fp8 + 1 x h100-27b-fp8 (two pools), open loop.
+//   restarts       3 x l40s-27b-fp8; one replica restarts (empty cache), one joins, one
+//                  leaves during the run.
+// Result fields per (condition, strategy): scenario, workload, label, strategy, trials,
+// requests, errors, ttft_{p50,p90,p99}_s, e2e_{p50,p90}_s, itl_p50_s,
+// cached_token_ratio, throughput_rps, prediction_abs_err_p50_s, prediction_rel_err_p90,
+// ttft_quantiles_s (TTFT at 0, 5, ..., 100 %),
+// and for closed-loop conditions concurrency, ttft_slo_s, slo_fraction, goodput_rpm
+// (requests meeting the SLO per minute of run, mean over trials) and slo_met
+// (slo_fraction >= 0.9). Percentiles pool the requests of all trials (bench/report.h).
+//
+// Thread-safety: RunScenario runs independent simulations on `jobs` threads and joins
+// them before returning; the functions are otherwise pure.
+#pragma once
+
+#include <boost/json.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "sim/simulation.h"
+#include "workload/workload.h"
+
+namespace kinference::sim {
+
+// Chosen parameters (docs/simulator.md explains each choice).
+inline constexpr double kLightLoadRateRps = 0.05;
+inline constexpr double kSharedPrefixSloS = 8.0;  // published capacity thresholds
+inline constexpr double kMultiturnSloS = 4.0;
+inline constexpr double kSloFraction = 0.9;
+inline constexpr size_t kCapacityWarmup = 48;
+inline constexpr size_t kTraceReplicas = 12;
+inline constexpr size_t kTraceRequests = 600;
+
+struct Condition {
+  std::string workload;         // workload name (spec.name)
+  std::string label;            // distinguishes conditions of one workload, e.g. "c=16"
+  workload::WorkloadSpec spec;  // seed replaced per trial
+  SimOptions options;           // strategy and seed replaced per run
+  double ttft_slo_s = 0;        // > 0: report goodput against this TTFT threshold
+  // Sessions [0, warmup_sessions) are simulated (they fill the caches) but left out of
+  // every statistic; goodput's window runs from the first measured request's start.
+  size_t warmup_sessions = 0;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::vector<Condition> conditions;
+  size_t max_trials = 0;  // > 0: caps RunPlan::trials (deterministic inputs)
+};
+
+struct ScenarioParams {
+  std::string trace_path;  // Mooncake JSONL for `trace`
+  double scale = 1.0;      // multiplies request counts (tests use small scales)
+  double network_latency_s = 0;
+  double scrape_interval_s = 1.0;
+  double scrape_jitter_s = 0;
+};
+
+std::vector<std::string> ScenarioNames();
+// kNotFound for an unknown name.
+Result<Scenario> MakeScenario(const std::string& name, const ScenarioParams& params);
+
+struct RunPlan {
+  std::vector<std::string> strategies;
+  size_t trials = 3;
+  uint64_t seed = 1;
+  size_t jobs = 2;  // threads
+};
+
+// Summary of one (condition, strategy) over its trials, as a JSON object (fields above).
+struct ConditionResult {
+  boost::json::object summary;
+  std::vector<SimResult> trials;
+};
+
+// Runs every condition x strategy x trial. Returns {"scenario", "description",
+// "results": [...], "prediction_error": {strategy: {abs_p50_s, rel_p90}}, "wall_s",
+// "simulated_requests", "sim_requests_per_wall_s"}. Errors: the first failing
+// simulation's or workload's status.
+Result<boost::json::object> RunScenario(const Scenario& scenario, const RunPlan& plan);
+
+// The JSON summary of one condition's trials under `strategy`.
+boost::json::object Summarize(const std::string& scenario, const Condition& c,
+                              const std::string& strategy, const std::vector<SimResult>& trials);
+
+// Strategies of `kinference simulate` by default: every registered Router strategy
+// (random, round-robin, least-load, prefix, predicted-ttft, peers') plus "oracle".
+std::vector<std::string> DefaultStrategies();
+
+}  // namespace kinference::sim

@@ -1,0 +1,100 @@
+// Simulation: one virtual-time run of a cluster of engine models behind one routing core.
+//
+// What it promises: a discrete-event simulation, deterministic for given sessions and
+// options (no wall-clock reads, no threads, no sockets). Events are ordered by (virtual
+// time, sequence number). A request's path, as through the real gateway:
+//   client sends turn k of a session
+//   -> (network latency) gateway: RequestFeatures rendered exactly as the gateway does
+//      (gateway::RenderChatText + routing::ChainedBlockHashes), Router::Pick + OnDispatched
+//   -> (network latency) engine: AddRequest with the engine-sim prompt (ChatML template
+//      + Tokenize), stepped PlanStep / CompleteStep on the virtual clock
+//   -> first token back at the gateway (+ latency): Router::OnFirstToken
+//   -> finished at the gateway (+ latency): Router::OnFinished with usage (prompt, cached,
+//      completion tokens); the client sees it one more latency later, and sends turn k+1
+//      after the turn's think time with the reply text the engine produced.
+// What the router sees is only what a real deployment exposes: each replica's /metrics,
+// scraped every `scrape_interval_s` (+- uniform jitter) by rendering
+// engine::RenderPrometheus and parsing it with routing::ParsePrometheusText, delivered
+// with the scrape time after one network latency; completions' usage and timings; and its
+// own lifecycle bookkeeping. The `oracle` strategy (sim/oracle.h) is the exception, by
+// design: it is the bound no deployable router can beat.
+//
+// Cluster dynamics: replicas may join late, leave (removed from the router, drain what
+// they hold), or restart (killed: their in-flight requests fail; down for `downtime_s`,
+// then back with an empty KV cache and reset counters; the router gets SetHealthy(false)
+// at the kill and ResetEndpoint + SetHealthy(true) at the return, as a gateway watching
+// the pod would). A failed request ends its session, as in `kinference bench`.
+//
+// Units: seconds of virtual time, tokens. Errors: kInvalidArgument for bad options
+// (unknown profile handled by the caller; no replicas; closed-loop sessions without a
+// concurrency); per-request failures are recorded in RequestRecord::error.
+//
+// Thread-safety: Simulate() is reentrant; independent runs may go on separate threads.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "bench/report.h"
+#include "common/status.h"
+#include "engine/profile.h"
+#include "workload/workload.h"
+
+namespace kinference::sim {
+
+inline constexpr double kNever = std::numeric_limits<double>::infinity();
+
+struct ReplicaSpec {
+  std::string id;    // endpoint id, e.g. "l40s/0"
+  std::string pool;  // pool name, e.g. "l40s"
+  engine::HardwareProfile profile;
+  double join_at_s = 0;        // added to the router (and started) at this time
+  double leave_at_s = kNever;  // removed from the router at this time; drains in-flight work
+};
+
+struct RestartSpec {
+  std::string replica;  // ReplicaSpec::id
+  double at_s = 0;
+  double downtime_s = 10;  // until it serves again, empty-cached
+};
+
+struct SimOptions {
+  std::vector<ReplicaSpec> replicas;
+  std::vector<RestartSpec> restarts;
+  std::string strategy = "predicted-ttft";  // a Router strategy name, or "oracle"
+  size_t concurrency = 0;                   // > 0: closed loop (arrival_s ignored)
+  double network_latency_s = 0;             // one way, per hop (client-gateway, gateway-engine)
+  double scrape_interval_s = 1.0;           // the gateway's default (gateway/config.h)
+  double scrape_jitter_s = 0;               // each interval +- uniform jitter
+  size_t block_chars = 128;                 // prefix-index block (gateway/config.h default)
+  uint64_t seed = 1;                        // router tie-breaks and random, scrape phases, jitter
+  double time_limit_s = 1e6;                // virtual-time guard; sessions not done by then fail
+};
+
+// One request as the client and the gateway saw it.
+struct SimRequest {
+  bench::RequestRecord record;   // client view: start_s, ttft_s, e2e_s, usage, endpoint
+  size_t session_index = 0;      // index of its session in the workload
+  double predicted_ttft_s = -1;  // Decision::predicted_ttft_s (gateway-side TTFT)
+  double gateway_ttft_s = -1;    // dispatch to first token at the gateway (what it predicts)
+  double matched_tokens = 0;     // Decision::matched_tokens
+  double metrics_age_s = -1;     // age of the chosen endpoint's last scrape; -1: none yet
+};
+
+struct SimResult {
+  std::vector<SimRequest> requests;  // in completion order
+  double duration_s = 0;             // first client send to last client finish
+  uint64_t events = 0;               // events processed
+  uint64_t scrapes = 0;              // snapshots delivered to the router
+  std::vector<bench::RequestRecord> Records() const;
+};
+
+Result<SimResult> Simulate(const std::vector<workload::Session>& sessions, const SimOptions& opts);
+
+// `n` replicas of `profile` named "<pool>/<i>" in pool `pool`.
+std::vector<ReplicaSpec> MakePool(const engine::HardwareProfile& profile, const std::string& pool,
+                                  size_t n);
+
+}  // namespace kinference::sim

@@ -1,0 +1,111 @@
+#include "gateway/config.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace kinference::gateway {
+namespace {
+
+std::string ErrorOf(const std::string& yaml) {
+  try {
+    ParseGatewayConfig(yaml);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(GatewayConfig, ParsesFullConfig) {
+  auto c = ParseGatewayConfig(R"(
+listen: {address: 0.0.0.0, port: 9000}
+strategy: round-robin
+scrape_interval_s: 0.5
+time_scale: 10
+request_timeout_s: 30
+max_body_bytes: 1024
+block_chars: 64
+pools:
+  - name: a
+    model: m1
+    endpoints: ["http://127.0.0.1:8001", "http://localhost:8002/v1"]
+  - name: b
+    model: m2
+    endpoints: ["http://10.0.0.1:80"]
+)");
+  EXPECT_EQ(c.listen_address, "0.0.0.0");
+  EXPECT_EQ(c.listen_port, 9000);
+  EXPECT_EQ(c.strategy, "round-robin");
+  EXPECT_DOUBLE_EQ(c.scrape_interval_s, 0.5);
+  EXPECT_DOUBLE_EQ(c.time_scale, 10);
+  EXPECT_DOUBLE_EQ(c.request_timeout_s, 30);
+  EXPECT_EQ(c.max_body_bytes, 1024u);
+  EXPECT_EQ(c.block_chars, 64u);
+  ASSERT_EQ(c.pools.size(), 2u);
+  EXPECT_EQ(c.pools[0].name, "a");
+  EXPECT_EQ(c.pools[0].model, "m1");
+  ASSERT_EQ(c.pools[0].endpoints.size(), 2u);
+  EXPECT_EQ(c.pools[0].endpoints[1].host, "localhost");
+  EXPECT_EQ(c.pools[0].endpoints[1].port, 8002);
+  EXPECT_EQ(c.pools[1].endpoints[0].host, "10.0.0.1");
+  EXPECT_EQ(c.pools[1].endpoints[0].port, 80);
+}
+
+TEST(GatewayConfig, DefaultsApply) {
+  auto c = ParseGatewayConfig("pools: [{name: p, model: m, endpoints: ['http://h:1']}]");
+  EXPECT_EQ(c.listen_address, "127.0.0.1");
+  EXPECT_EQ(c.listen_port, 8000);
+  EXPECT_EQ(c.strategy, "predicted-ttft");
+  EXPECT_DOUBLE_EQ(c.scrape_interval_s, 1.0);
+  EXPECT_DOUBLE_EQ(c.time_scale, 1.0);
+  EXPECT_EQ(c.block_chars, 128u);
+}
+
+TEST(GatewayConfig, ListenPortZeroAllowed) {
+  auto c = ParseGatewayConfig(
+      "listen: {port: 0}\npools: [{name: p, model: m, endpoints: ['http://h:1']}]");
+  EXPECT_EQ(c.listen_port, 0);
+}
+
+TEST(GatewayConfig, ErrorsNameTheField) {
+  const std::string pools = "pools: [{name: p, model: m, endpoints: ['http://h:1']}]\n";
+  EXPECT_NE(ErrorOf("listen: {port: 8000}\n").find("pools"), std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "strategyy: x\n").find("strategyy: unknown field"), std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "listen: {port: 70000}\n").find("listen.port"), std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "listen: {port: abc}\n").find("listen.port"), std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "time_scale: 0\n").find("time_scale"), std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "scrape_interval_s: fast\n").find("scrape_interval_s"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("pools: [{name: p, model: m, endpoints: ['127.0.0.1:1']}]")
+                .find("pools[0].endpoints[0]"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("pools: [{name: p, model: m, endpoints: ['http://h:x']}]")
+                .find("pools[0].endpoints[0]"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("pools: [{name: p, endpoints: ['http://h:1']}]").find("pools[0].model"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("pools: [{name: p, model: m, endpoints: []}]").find("pools[0].endpoints"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pools.substr(0, pools.size() - 2) +
+                    ", {name: p, model: m2, endpoints: ['http://h:2']}]")
+                .find("pools[1].name: duplicate"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("pools: [{name: p, model: m, endpoints: ['http://h:1'], extra: 1}]")
+                .find("pools[0].extra"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("pools: [a: b").find("invalid YAML"), std::string::npos);
+  EXPECT_NE(ErrorOf("- just\n- a list\n").find("top level"), std::string::npos);
+}
+
+TEST(GatewayConfig, MissingFileIsAnError) {
+  EXPECT_THROW(LoadGatewayConfig("/nonexistent/gateway.yaml"), ConfigError);
+}
+
+TEST(GatewayConfig, ExampleFileParses) {
+  auto c = LoadGatewayConfig(std::string(KINFERENCE_SOURCE_DIR) + "/examples/gateway.yaml");
+  ASSERT_EQ(c.pools.size(), 1u);
+  EXPECT_EQ(c.pools[0].endpoints.size(), 3u);
+}
+
+}  // namespace
+}  // namespace kinference::gateway

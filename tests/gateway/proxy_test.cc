@@ -1,0 +1,323 @@
+// The gateway's request path against in-process fake upstreams (one io_context thread,
+// as in production): framing, headers, usage, retries, cancellation and error shapes.
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <boost/json.hpp>
+#include <future>
+#include <optional>
+#include <thread>
+
+#include "fake_upstream.h"
+#include "gateway/gateway.h"
+#include "http/client.h"
+
+namespace kinference::gateway {
+namespace {
+
+namespace json = boost::json;
+using testing::BreakingUpstream;
+using testing::DeadPort;
+using testing::FakeMode;
+using testing::FakeUpstream;
+
+const std::string kChat = R"({"model":"m","messages":[{"role":"user","content":"hello"}]})";
+const std::string kStreamChat =
+    R"({"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]})";
+const std::string kStreamChatUsage =
+    R"({"model":"m","stream":true,"stream_options":{"include_usage":true},)"
+    R"("messages":[{"role":"user","content":"hello"}]})";
+
+class ProxyTest : public ::testing::Test {
+ protected:
+  FakeUpstream& AddFake(FakeMode mode) {
+    fakes_.push_back(std::make_unique<FakeUpstream>(io_, mode));
+    return *fakes_.back();
+  }
+  static std::string Url(uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
+
+  // Starts the gateway with one pool "p" serving model "m" on `urls`.
+  void StartGateway(std::vector<std::string> urls, size_t max_body_bytes = 1 << 20) {
+    GatewayConfig c;
+    c.listen_port = 0;
+    c.max_body_bytes = max_body_bytes;
+    c.scrape_interval_s = 0.2;
+    PoolConfig pool{"p", "m", {}};
+    for (size_t i = 0; i < urls.size(); ++i)
+      pool.endpoints.push_back(ParseEndpointUrl(urls[i], "test"));
+    c.pools.push_back(pool);
+    c.pools.push_back(PoolConfig{"q", "m2", {ParseEndpointUrl(urls[0], "test")}});
+    gateway_ = std::make_unique<Gateway>(io_, c);
+    auto port = gateway_->Start();
+    ASSERT_TRUE(port.ok()) << port.status().message();
+    port_ = *port;
+    thread_ = std::thread([this] { io_.run(); });
+  }
+
+  void TearDown() override {
+    std::promise<void> stopped;
+    if (thread_.joinable()) {
+      boost::asio::post(io_, [&] {
+        if (gateway_) gateway_->Stop();
+        for (auto& f : fakes_) f->Stop();
+        stopped.set_value();
+      });
+      stopped.get_future().wait();
+    }
+    work_.reset();
+    io_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  http::Response Call(std::string method, std::string path, std::string body = {},
+                      http::Headers headers = {}) {
+    http::ClientRequest r;
+    r.method = std::move(method);
+    r.port = port_;
+    r.target = std::move(path);
+    r.body = std::move(body);
+    r.headers = std::move(headers);
+    r.header_timeout_s = 30;  // hang guard only
+    auto res = http::FetchSync(r);
+    EXPECT_TRUE(res.ok()) << res.status().message();
+    return res.ok() ? *res : http::Response{};
+  }
+  http::Response Post(std::string body, http::Headers headers = {}) {
+    return Call("POST", "/v1/chat/completions", std::move(body), std::move(headers));
+  }
+  double Metric(const std::string& series_prefix) {
+    std::string text = Call("GET", "/metrics").body;
+    size_t at = text.find(series_prefix);
+    if (at == std::string::npos) return 0;
+    size_t sp = text.find(' ', at + series_prefix.size());
+    return std::stod(text.substr(sp + 1, text.find('\n', sp) - sp - 1));
+  }
+
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_{
+      io_.get_executor()};
+  std::vector<std::unique_ptr<FakeUpstream>> fakes_;
+  std::unique_ptr<Gateway> gateway_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+// Data payloads of an SSE body, in order.
+std::vector<std::string> Events(const std::string& body) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    size_t end = body.find("\n\n", pos);
+    out.push_back(body.substr(pos + 6, end - pos - 6));
+    pos = end;
+  }
+  return out;
+}
+
+TEST_F(ProxyTest, StreamingFramingWithoutUsageWhenNotAsked) {
+  auto& fake = AddFake(FakeMode::kOk);
+  StartGateway({Url(fake.port())});
+  auto r = Post(kStreamChat);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers.Find("content-type"), "text/event-stream");
+  auto events = Events(r.body);
+  ASSERT_EQ(events.size(), 6u) << r.body;  // role, 3 content, finish, [DONE]
+  EXPECT_NE(events.front().find("\"role\":\"assistant\""), std::string::npos);
+  EXPECT_EQ(events.back(), "[DONE]");
+  EXPECT_EQ(r.body.find("\"usage\""), std::string::npos);
+  // Upstream was still asked for usage, and the gateway counted it.
+  ASSERT_EQ(fake.bodies().size(), 1u);
+  EXPECT_TRUE(json::parse(fake.bodies()[0]).at("stream_options").at("include_usage").as_bool());
+  EXPECT_EQ(Metric("kinference_cached_tokens_total{tenant=\"default\",model=\"m\"}"), 8);
+  EXPECT_EQ(Metric("kinference_time_to_first_token_seconds_count{model=\"m\"}"), 1);
+  EXPECT_EQ(Metric("kinference_inter_token_latency_seconds_count{model=\"m\"}"), 2);
+}
+
+TEST_F(ProxyTest, StreamingUsageForwardedWhenAsked) {
+  auto& fake = AddFake(FakeMode::kOk);
+  StartGateway({Url(fake.port())});
+  auto r = Post(kStreamChatUsage);
+  auto events = Events(r.body);
+  ASSERT_EQ(events.size(), 7u) << r.body;
+  auto usage = json::parse(events[5]).as_object();
+  EXPECT_TRUE(usage.at("choices").as_array().empty());
+  EXPECT_EQ(usage.at("usage").at("prompt_tokens_details").at("cached_tokens").as_int64(), 8);
+  EXPECT_EQ(events.back(), "[DONE]");
+}
+
+TEST_F(ProxyTest, RoutedResponsesCarryRoutingHeaders) {
+  auto& fake = AddFake(FakeMode::kOk);
+  StartGateway({Url(fake.port())});
+  for (const auto& body : {kChat, kStreamChat}) {
+    auto r = Post(body, http::Headers{{{"x-kinference-strategy", "round-robin"}}});
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.headers.Find("x-kinference-endpoint"), "p/0");
+    EXPECT_EQ(r.headers.Find("x-kinference-strategy"), "round-robin");
+    EXPECT_FALSE(r.headers.Find("x-kinference-predicted-ttft-ms").empty());
+  }
+  auto plain = Post(kChat);
+  EXPECT_EQ(plain.headers.Find("x-kinference-strategy"), "predicted-ttft");
+  EXPECT_EQ(json::parse(plain.body).at("usage").at("prompt_tokens").as_int64(), 12);
+  EXPECT_EQ(Metric("kinference_prompt_tokens_total{tenant=\"default\",model=\"m\"}"), 36);
+}
+
+TEST_F(ProxyTest, CompletionsRoute) {
+  auto& fake = AddFake(FakeMode::kOk);
+  StartGateway({Url(fake.port())});
+  auto r = Call("POST", "/v1/completions", R"({"model":"m","prompt":"once"})");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(fake.requests(), 1);
+}
+
+TEST_F(ProxyTest, ErrorShapes) {
+  auto& fake = AddFake(FakeMode::kOk);
+  StartGateway({Url(fake.port())}, 4096);
+  auto bad = Post("{\"model\": ");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(json::parse(bad.body).at("error").at("type").as_string(), "invalid_request_error");
+  auto unknown = Post(R"({"model":"nope","messages":[]})");
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(json::parse(unknown.body).at("error").at("param").as_string(), "model");
+  auto missing = Post(R"({"messages":[]})");
+  EXPECT_EQ(missing.status, 404);
+  auto strategy = Post(kChat, http::Headers{{{"x-kinference-strategy", "bogus"}}});
+  EXPECT_EQ(strategy.status, 400);
+  EXPECT_TRUE(json::parse(strategy.body).as_object().contains("error"));
+  auto big = Post(R"({"model":"m","messages":[{"role":"user","content":")" +
+                  std::string(8000, 'x') + "\"}]}");
+  EXPECT_EQ(big.status, 413);
+  EXPECT_EQ(fake.requests(), 0);
+}
+
+TEST_F(ProxyTest, ModelsAndHealth) {
+  auto& fake = AddFake(FakeMode::kOk);
+  StartGateway({Url(fake.port())});
+  auto models = json::parse(Call("GET", "/v1/models").body).as_object();
+  EXPECT_EQ(models.at("object").as_string(), "list");
+  ASSERT_EQ(models.at("data").as_array().size(), 2u);
+  EXPECT_EQ(models.at("data").at(0).at("id").as_string(), "m");
+  EXPECT_EQ(models.at("data").at(1).at("id").as_string(), "m2");
+  EXPECT_EQ(models.at("data").at(0).at("object").as_string(), "model");
+  EXPECT_EQ(Call("GET", "/health").status, 200);
+}
+
+TEST_F(ProxyTest, DeadEndpointIsRetriedOnAnother) {
+  auto& fake = AddFake(FakeMode::kOk);
+  StartGateway({Url(DeadPort()), Url(fake.port())});
+  http::Headers rr{{{"x-kinference-strategy", "round-robin"}}};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(Post(kStreamChat, rr).status, 200);
+    EXPECT_EQ(Post(kChat, rr).status, 200);
+  }
+  EXPECT_EQ(fake.requests(), 8);
+  EXPECT_GE(Metric("kinference_requests_total{endpoint=\"p/0\",strategy=\"round-robin\","
+                   "outcome=\"retried\"}"),
+            1);
+}
+
+TEST_F(ProxyTest, ServerErrorBeforeBodyIsRetried) {
+  auto& failing = AddFake(FakeMode::kFail500);
+  auto& fake = AddFake(FakeMode::kOk);
+  StartGateway({Url(failing.port()), Url(fake.port())});
+  http::Headers rr{{{"x-kinference-strategy", "round-robin"}}};
+  for (int i = 0; i < 4; ++i) {
+    auto r = Post(kStreamChat, rr);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.headers.Find("x-kinference-endpoint"), "p/1");
+  }
+  EXPECT_GE(failing.requests(), 1);
+  EXPECT_EQ(fake.requests(), 4);
+}
+
+TEST_F(ProxyTest, NoLiveEndpointGivesOpenAiError) {
+  StartGateway({Url(DeadPort())});
+  auto r = Post(kChat);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_TRUE(json::parse(r.body).at("error").is_object());
+}
+
+TEST_F(ProxyTest, FailureAfterFirstByteEndsStreamWithErrorEvent) {
+  BreakingUpstream breaking;
+  StartGateway({Url(breaking.port())});
+  auto r = Post(kStreamChat);
+  EXPECT_EQ(r.status, 200);
+  auto events = Events(r.body);
+  ASSERT_EQ(events.size(), 2u) << r.body;
+  EXPECT_NE(events[0].find("\"content\":\" a\""), std::string::npos);
+  EXPECT_TRUE(json::parse(events[1]).at("error").is_object());
+}
+
+TEST_F(ProxyTest, ClientDisconnectCancelsUpstream) {
+  auto& hang = AddFake(FakeMode::kHang);
+  StartGateway({Url(hang.port())});
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket s(io);
+    s.connect({boost::asio::ip::make_address("127.0.0.1"), port_});
+    std::string req =
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        "application/json\r\nContent-Length: " +
+        std::to_string(kStreamChat.size()) + "\r\n\r\n" + kStreamChat;
+    boost::asio::write(s, boost::asio::buffer(req));
+    std::string got;
+    char buf[4096];
+    boost::system::error_code ec;
+    while (got.find("\" a\"") == std::string::npos && !ec) {
+      size_t n = s.read_some(boost::asio::buffer(buf), ec);
+      got.append(buf, n);
+    }
+    ASSERT_FALSE(ec) << got;
+  }  // socket closed here
+  for (int i = 0; i < 2000 && hang.closed() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // hang guard, not a bound
+  EXPECT_EQ(hang.closed(), 1);
+  double cancelled = 0;
+  for (int i = 0; i < 500 && cancelled == 0; ++i) {
+    cancelled = Metric(
+        "kinference_requests_total{endpoint=\"p/0\",strategy=\"predicted-ttft\","
+        "outcome=\"cancelled\"}");
+    if (cancelled == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(cancelled, 1);
+}
+
+TEST_F(ProxyTest, ScraperMarksEndpointsUnhealthyAndHealthyAgain) {
+  auto& fake = AddFake(FakeMode::kOk);
+  uint16_t port = fake.port();
+  StartGateway({Url(port)});
+  const std::string healthy = "kinference_endpoint_healthy{endpoint=\"p/0\"}";
+  // Polls /metrics until the gauge reads `want` (a hang guard, not a timing bound).
+  auto wait_for = [&](double want) {
+    for (int i = 0; i < 1000; ++i) {
+      if (Metric(healthy) == want) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_for(1));
+  std::promise<void> stopped;
+  boost::asio::post(io_, [&] {
+    fake.Stop();
+    stopped.set_value();
+  });
+  stopped.get_future().wait();
+  ASSERT_TRUE(wait_for(0));
+  EXPECT_EQ(Call("GET", "/health").status, 503);
+  auto r = Post(kChat);
+  EXPECT_EQ(r.status, 503);  // no healthy endpoint: refused without a connect attempt
+  EXPECT_EQ(json::parse(r.body).at("error").at("type").as_string(), "service_unavailable_error");
+
+  std::promise<FakeUpstream*> revived;
+  boost::asio::post(io_, [&] {
+    fakes_.push_back(std::make_unique<FakeUpstream>(io_, FakeMode::kOk, port));
+    revived.set_value(fakes_.back().get());
+  });
+  FakeUpstream* again = revived.get_future().get();
+  ASSERT_EQ(again->port(), port);
+  ASSERT_TRUE(wait_for(1));
+  EXPECT_EQ(Post(kChat).status, 200);
+  EXPECT_EQ(again->requests(), 1);
+}
+
+}  // namespace
+}  // namespace kinference::gateway

@@ -1,0 +1,81 @@
+// Test fixture: an http::Server on its own io_context thread, plus raw-socket helpers
+// for sending bytes no well-behaved client would send.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <future>
+#include <optional>
+#include <thread>
+
+#include "http/client.h"
+#include "http/server.h"
+
+namespace kinference::http::testing {
+
+class ServerFixture : public ::testing::Test {
+ protected:
+  // Call from the test body after adding routes via `server()`.
+  void StartServer(ServerOptions options = {}) {
+    server_.emplace(io_, options);
+    if (setup_) setup_(*server_);
+    auto port = server_->Start();
+    ASSERT_TRUE(port.ok()) << port.status().message();
+    port_ = *port;
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  void TearDown() override {
+    if (server_) {
+      boost::asio::post(io_, [this] { server_->Stop(); });
+    }
+    work_.reset();
+    io_.stop();
+    if (thread_.joinable()) thread_.join();
+    server_.reset();
+  }
+
+  ClientRequest Req(std::string method, std::string target, std::string body = {}) {
+    ClientRequest r;
+    r.method = std::move(method);
+    r.port = port_;
+    r.target = std::move(target);
+    r.body = std::move(body);
+    return r;
+  }
+
+  // Sends `bytes` on a fresh connection, then reads until the server closes or
+  // `until` appears in what was read.
+  std::string RawExchange(const std::string& bytes, const std::string& until = {}) {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket s(io);
+    s.connect({boost::asio::ip::make_address("127.0.0.1"), port_});
+    boost::asio::write(s, boost::asio::buffer(bytes));
+    std::string got;
+    char buf[4096];
+    boost::system::error_code ec;
+    while (true) {
+      size_t n = s.read_some(boost::asio::buffer(buf), ec);
+      if (ec) break;
+      got.append(buf, n);
+      if (!until.empty() && got.find(until) != std::string::npos) break;
+    }
+    return got;
+  }
+
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_{
+      io_.get_executor()};
+  std::function<void(Server&)> setup_;
+  std::optional<Server> server_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+// Waits for a future with a generous bound (a hang guard, not a timing assertion).
+template <typename T>
+bool Ready(std::future<T>& f) {
+  return f.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+}
+
+}  // namespace kinference::http::testing

@@ -1,0 +1,328 @@
+#include "routing/router.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "routing/strategy.h"
+
+namespace kinference::routing {
+namespace {
+
+// Deterministic text of `tokens` tokens at 4 chars/token; `seed` makes it unique.
+std::string Text(uint64_t seed, size_t tokens) {
+  std::string s;
+  s.reserve(tokens * 4);
+  uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
+  for (size_t i = 0; i < tokens; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    s += ' ';
+    for (int k = 0; k < 3; ++k) s += static_cast<char>('a' + ((x >> (20 + 5 * k)) % 26));
+  }
+  return s;
+}
+
+RequestFeatures Req(const std::string& id, const std::string& text,
+                    const std::string& model = "m") {
+  RequestFeatures f;
+  f.request_id = id;
+  f.model = model;
+  f.block_hashes = ChainedBlockHashes(text, 128);
+  f.prompt_chars = text.size();
+  return f;
+}
+
+class RouterTest : public ::testing::Test {
+ protected:
+  RouterTest() : router(RouterConfig{}) {
+    router.AddEndpoint({"a", "m", "p"}, 0);
+    router.AddEndpoint({"b", "m", "p"}, 0);
+  }
+  Decision Pick(const RequestFeatures& f, std::string_view strategy = "", Seconds now = 0) {
+    auto d = router.Pick(f, {}, strategy, now);
+    EXPECT_TRUE(d.ok()) << d.status().message();
+    return d.ok() ? *d : Decision{};
+  }
+  Decision DispatchTo(const EndpointId& ep, const RequestFeatures& f, Seconds now) {
+    EndpointId one[] = {ep};
+    auto d = router.Pick(f, one, "", now);
+    EXPECT_TRUE(d.ok());
+    router.OnDispatched(f, *d, now);
+    return *d;
+  }
+  const CandidateScore& Cand(const Decision& d, const EndpointId& id) {
+    for (const auto& c : d.candidates)
+      if (c.endpoint == id) return c;
+    ADD_FAILURE() << "no candidate " << id;
+    return d.candidates.front();
+  }
+  Router router;
+};
+
+TEST_F(RouterTest, ErrorCodes) {
+  auto f = Req("r", Text(1, 100));
+  auto bad = router.Pick(f, {}, "no-such", 0);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
+  auto nomodel = router.Pick(Req("r", Text(1, 100), "other"), {}, "", 0);
+  ASSERT_FALSE(nomodel.ok());
+  EXPECT_EQ(nomodel.status().code(), ErrorCode::kNotFound);
+  EndpointId unknown[] = {"zzz"};
+  EXPECT_EQ(router.Pick(f, unknown, "", 0).status().code(), ErrorCode::kNotFound);
+  router.SetHealthy("a", false);
+  router.SetHealthy("b", false);
+  EXPECT_EQ(router.Pick(f, {}, "", 0).status().code(), ErrorCode::kUnavailable);
+}
+
+TEST_F(RouterTest, UnhealthyNeverPickedAndEveryCandidateScored) {
+  router.SetHealthy("a", false);
+  for (const char* s : {"random", "round-robin", "least-load", "prefix", "predicted-ttft"}) {
+    for (int i = 0; i < 5; ++i) {
+      Decision d = Pick(Req("r" + std::to_string(i), Text(i, 200)), s);
+      EXPECT_EQ(d.endpoint, "b") << s;
+      EXPECT_EQ(d.strategy, s);
+      ASSERT_EQ(d.candidates.size(), 1u);
+    }
+  }
+  router.SetHealthy("a", true);
+  Decision d = Pick(Req("x", Text(9, 200)));
+  EXPECT_EQ(d.strategy, "predicted-ttft");
+  ASSERT_EQ(d.candidates.size(), 2u);
+  EXPECT_EQ(d.candidates[0].metrics_age_s, -1);  // never scraped
+  EXPECT_GT(d.predicted_ttft_s, 0);
+  EXPECT_EQ(router.StrategyNames().size() >= 5, true);
+  EXPECT_EQ(router.Endpoints().size(), 2u);
+  router.RemoveEndpoint("a");
+  EXPECT_EQ(router.Endpoints().size(), 1u);
+}
+
+// Ground truth of a simulated endpoint: 30 ms + 0.08 ms per uncached prompt token.
+double TruthTtft(double uncached_tokens) { return 0.03 + 0.00008 * uncached_tokens; }
+
+TEST_F(RouterTest, PredictorConvergesThroughTheRouterApi) {
+  Seconds now = 0;
+  for (int i = 0; i < 120; ++i) {
+    size_t tokens = 500 + (i * 733) % 6000;
+    auto f = Req("r" + std::to_string(i), Text(1000 + i, tokens));
+    DispatchTo("a", f, now);
+    double ttft = TruthTtft(static_cast<double>(tokens));
+    router.OnFirstToken(f.request_id, now + ttft);
+    router.OnFinished(f.request_id, Usage{static_cast<int>(tokens), 0, 10}, Outcome::kSuccess,
+                      now + ttft + 0.2);
+    now += 1.0;  // one at a time: nothing queued
+  }
+  for (size_t tokens : {800, 3000, 6000}) {
+    Decision d = Pick(Req("q", Text(5000 + tokens, tokens)), "", now);
+    double truth = TruthTtft(static_cast<double>(tokens));
+    EXPECT_NEAR(Cand(d, "a").predicted_ttft_s, truth, 0.05 * truth) << tokens;
+    // The untouched endpoint still predicts from the (slower) prior.
+    EXPECT_GT(Cand(d, "b").predicted_ttft_s, 2 * truth);
+  }
+}
+
+// A FIFO endpoint in virtual time with overlapping requests: TTFT = wait for the prefills
+// ahead + own prefill (TruthTtft). The router sees only dispatch and first-token times.
+TEST_F(RouterTest, PredictorLearnsAQueueingEndpoint) {
+  struct Event {
+    Seconds t;
+    int kind;  // 0 dispatch, 1 first token
+    int i;
+  };
+  std::vector<Event> events;
+  std::vector<size_t> tokens;
+  std::vector<double> ttft;
+  Seconds free_at = 0;
+  for (int i = 0; i < 300; ++i) {
+    Seconds arrive = 0.2 * i + 0.15 * ((i * 7) % 5);  // ~5/s against ~4/s of capacity
+    tokens.push_back(300 + (i * 977) % 4000);
+    Seconds start = std::max(arrive, free_at);
+    free_at = start + TruthTtft(static_cast<double>(tokens.back()));
+    ttft.push_back(free_at - arrive);
+    events.push_back({arrive, 0, i});
+    events.push_back({free_at, 1, i});
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& x, const Event& y) { return x.t < y.t; });
+  std::vector<double> predicted(300, -1);
+  for (const Event& e : events) {
+    std::string id = "r" + std::to_string(e.i);
+    if (e.kind == 0) {
+      Decision d = DispatchTo("a", Req(id, Text(2000 + e.i, tokens[e.i])), e.t);
+      predicted[e.i] = d.predicted_ttft_s;
+    } else {
+      router.OnFirstToken(id, e.t);
+      router.OnFinished(id, Usage{static_cast<int>(tokens[e.i]), 0, 1}, Outcome::kSuccess, e.t);
+    }
+  }
+  double err = 0, mean = 0;
+  for (int i = 200; i < 300; ++i) {
+    err += std::abs(predicted[i] - ttft[i]);
+    mean += ttft[i];
+  }
+  EXPECT_GT(mean / 100, 0.5);  // the queue matters: mean TTFT well above service time
+  EXPECT_LT(err / mean, 0.2);  // mean absolute error under 20% of the mean TTFT
+}
+
+TEST_F(RouterTest, ColdIdleEndpointBeatsWarmBusyOne) {
+  std::string shared = Text(7, 4000);
+  // Warm "a": the shared prefix is cached there, but 6 long requests are queued.
+  DispatchTo("a", Req("w", shared), 0);
+  router.OnFirstToken("w", 1);
+  router.OnFinished("w", Usage{4000, 0, 1}, Outcome::kSuccess, 1.1);
+  for (int i = 0; i < 6; ++i)
+    DispatchTo("a", Req("busy" + std::to_string(i), Text(100 + i, 8000)), 2);
+  Decision d = Pick(Req("new", shared + Text(8, 1000)), "", 2);
+  EXPECT_EQ(d.endpoint, "b");
+  EXPECT_GT(Cand(d, "a").matched_tokens, 3900);
+  EXPECT_GT(Cand(d, "a").queue_wait_s, 5.0);
+  EXPECT_EQ(Cand(d, "a").in_flight, 6);
+  // The prefix strategy alone would have gone to the warm one.
+  EXPECT_EQ(Pick(Req("new", shared + Text(8, 1000)), "prefix", 2).endpoint, "a");
+  // Own queued work drains with time: much later it counts for (almost) nothing.
+  EXPECT_LT(Cand(Pick(Req("n2", Text(9, 100)), "", 1000), "a").queue_wait_s, 1e-9);
+}
+
+TEST_F(RouterTest, WarmIdleEndpointBeatsColdIdleForLongSharedPrompt) {
+  std::string shared = Text(11, 16000);
+  DispatchTo("b", Req("w", shared + Text(12, 200)), 0);
+  router.OnFirstToken("w", 4);
+  router.OnFinished("w", Usage{16200, 0, 1}, Outcome::kSuccess, 5);
+  Decision d = Pick(Req("new", shared + Text(13, 300)), "", 10);
+  EXPECT_EQ(d.endpoint, "b");
+  EXPECT_NEAR(d.matched_tokens, 16000, 64);
+  EXPECT_LT(Cand(d, "b").predicted_ttft_s, Cand(d, "a").predicted_ttft_s / 4);
+}
+
+TEST_F(RouterTest, OtherTrafficFromScrapedMetrics) {
+  MetricsSnapshot busy;
+  busy.num_requests_waiting = 20;
+  busy.num_requests_running = 8;
+  MetricsSnapshot idle;
+  idle.num_requests_waiting = 0;
+  idle.num_requests_running = 0;
+  router.ObserveMetrics("a", busy, 10);
+  router.ObserveMetrics("b", idle, 10);
+  Decision d = Pick(Req("r", Text(3, 1000)), "", 10.5);
+  EXPECT_EQ(d.endpoint, "b");
+  EXPECT_GT(Cand(d, "a").queue_wait_s, 1.0);
+  EXPECT_DOUBLE_EQ(Cand(d, "a").metrics_age_s, 0.5);
+  EXPECT_EQ(Pick(Req("r", Text(3, 1000)), "least-load", 10.5).endpoint, "b");  // tie on in-flight
+  // An old scrape: the work it showed has drained.
+  EXPECT_LT(Cand(Pick(Req("r", Text(3, 1000)), "", 1000), "a").queue_wait_s, 1e-9);
+}
+
+TEST_F(RouterTest, CapacityFromCacheConfigBoundsTheIndex) {
+  MetricsSnapshot m;
+  m.block_size = 16;
+  m.num_gpu_blocks = 100;  // 1600 tokens = 6400 chars = 50 index blocks
+  router.ObserveMetrics("a", m, 0);
+  std::string p1 = Text(21, 1280);  // 40 blocks of 128 chars
+  std::string p2 = Text(22, 1280);
+  DispatchTo("a", Req("1", p1), 0);
+  DispatchTo("a", Req("2", p2), 0);
+  Decision d = Pick(Req("q", p1), "prefix", 1);
+  EXPECT_DOUBLE_EQ(Cand(d, "a").matched_tokens, 10 * 128 / 4.0);  // 30 blocks evicted
+  EXPECT_DOUBLE_EQ(Cand(Pick(Req("q", p2), "prefix", 1), "a").matched_tokens, 1280);
+}
+
+TEST_F(RouterTest, UsageCorrectsTheIndex) {
+  std::string p = Text(31, 3200);  // 100 blocks
+  DispatchTo("a", Req("1", p), 0);
+  router.OnFirstToken("1", 1);
+  router.OnFinished("1", Usage{3200, 0, 5}, Outcome::kSuccess, 2);
+  DispatchTo("a", Req("2", p), 3);  // the index predicts a full hit
+  router.OnFirstToken("2", 3.1);
+  router.OnFinished("2", Usage{3200, 3200, 5}, Outcome::kSuccess, 4);  // and it was
+  EXPECT_NEAR(Cand(Pick(Req("q", p), "prefix", 5), "a").matched_tokens, 3200, 1);
+  DispatchTo("a", Req("3", p), 6);
+  router.OnFirstToken("3", 7);
+  router.OnFinished("3", Usage{3200, 640, 5}, Outcome::kSuccess, 8);  // only 20 blocks were
+  EXPECT_NEAR(Cand(Pick(Req("q", p), "prefix", 9), "a").matched_tokens, 640, 1);
+  router.ResetEndpoint("a");
+  EXPECT_EQ(Cand(Pick(Req("q", p), "prefix", 9), "a").matched_tokens, 0);
+}
+
+TEST_F(RouterTest, LearnsCharsPerTokenFromUsage) {
+  for (int i = 0; i < 300; ++i) {
+    auto f = Req("r" + std::to_string(i), Text(40 + i, 1000));  // 4000 chars
+    DispatchTo("a", f, i);
+    router.OnFinished(f.request_id, Usage{2000, 0, 1}, Outcome::kSuccess, i + 0.5);  // 2 c/t
+  }
+  std::string p = Text(40, 1000);  // request r0's text: 31 blocks of 128 chars cached
+  EXPECT_NEAR(Cand(Pick(Req("q", p), "prefix", 400), "a").matched_tokens, 31 * 128 / 2.0, 20);
+}
+
+TEST_F(RouterTest, RestartSeenInCountersClearsTheIndex) {
+  std::string p = Text(51, 1000);
+  DispatchTo("a", Req("1", p), 0);
+  MetricsSnapshot m;
+  m.prompt_tokens_total = 5000;
+  router.ObserveMetrics("a", m, 1);
+  EXPECT_GT(Cand(Pick(Req("q", p), "prefix", 2), "a").matched_tokens, 0);
+  m.prompt_tokens_total = 10;
+  router.ObserveMetrics("a", m, 3);
+  EXPECT_EQ(Cand(Pick(Req("q", p), "prefix", 4), "a").matched_tokens, 0);
+}
+
+TEST(RouterBurst, PredictedTtftSpreadsABurstAndKeepsPrefixAffinity) {
+  Router router(RouterConfig{});
+  for (const char* id : {"a", "b", "c"}) router.AddEndpoint({id, "m", "p"}, 0);
+  std::map<EndpointId, int> count;
+  for (int i = 0; i < 30; ++i) {  // 30 unrelated 2000-token prompts at once
+    auto f = Req("r" + std::to_string(i), Text(200 + i, 2000));
+    auto d = router.Pick(f, {}, "", 0);
+    ASSERT_TRUE(d.ok());
+    router.OnDispatched(f, *d, 0);
+    ++count[d->endpoint];
+  }
+  EXPECT_EQ(count, (std::map<EndpointId, int>{{"a", 10}, {"b", 10}, {"c", 10}}));
+  // Later, requests sharing a long system prompt follow the first one's endpoint.
+  std::string system = Text(300, 8000);
+  std::set<EndpointId> chosen;
+  for (int i = 0; i < 5; ++i) {
+    auto f = Req("s" + std::to_string(i), system + Text(400 + i, 100));
+    auto d = router.Pick(f, {}, "", 100.0 + i);
+    ASSERT_TRUE(d.ok());
+    router.OnDispatched(f, *d, 100.0 + i);
+    router.OnFirstToken(f.request_id, 100.5 + i);
+    router.OnFinished(f.request_id, Usage{8100, 0, 1}, Outcome::kSuccess, 100.6 + i);
+    chosen.insert(d->endpoint);
+  }
+  EXPECT_EQ(chosen.size(), 1u);
+}
+
+class CountingStrategy : public Strategy {
+ public:
+  static inline int dispatched = 0, finished = 0;
+  size_t Choose(const RequestFeatures&, std::span<const CandidateView> c, std::span<double> s,
+                Seconds) override {
+    for (size_t i = 0; i < c.size(); ++i) s[i] = static_cast<double>(c.size() - i);
+    return c.size() - 1;  // always the last candidate
+  }
+  void OnDispatched(const RequestFeatures&, const EndpointId&, Seconds) override { ++dispatched; }
+  void OnFinished(const std::string&, const EndpointId&, const Usage&, Outcome, Seconds) override {
+    ++finished;
+  }
+};
+
+TEST_F(RouterTest, RegisteredStrategyIsUsedWithoutRouterChanges) {
+  RegisterStrategy("test-last", [](const StrategyOptions&) -> std::unique_ptr<Strategy> {
+    return std::make_unique<CountingStrategy>();
+  });
+  auto names = router.StrategyNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), "test-last"), names.end());
+  auto f = Req("r", Text(61, 100));
+  Decision d = Pick(f, "test-last");
+  EXPECT_EQ(d.endpoint, "b");
+  EXPECT_EQ(d.candidates[1].score, 1);
+  router.OnDispatched(f, d, 0);
+  router.OnFinished("r", Usage{100, 0, 1}, Outcome::kCancelled, 1);
+  EXPECT_EQ(CountingStrategy::dispatched, 1);
+  EXPECT_EQ(CountingStrategy::finished, 1);
+}
+
+}  // namespace
+}  // namespace kinference::routing

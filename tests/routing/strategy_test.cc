@@ -1,0 +1,110 @@
+#include "routing/strategy.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace kinference::routing {
+namespace {
+
+struct Fixture {
+  std::vector<EndpointInfo> infos;
+  std::vector<MetricsSnapshot> metrics;
+  std::vector<CandidateView> views;
+  explicit Fixture(size_t n) : infos(n), metrics(n), views(n) {
+    for (size_t i = 0; i < n; ++i) {
+      infos[i].id = "e" + std::to_string(i);
+      views[i].info = &infos[i];
+      views[i].metrics = &metrics[i];
+    }
+  }
+};
+
+size_t ChooseWith(std::string_view name, const std::vector<CandidateView>& v,
+                  std::vector<double>* scores_out = nullptr) {
+  auto f = FindStrategy(name);
+  EXPECT_TRUE(f.has_value()) << name;
+  auto s = (*f)(StrategyOptions{});
+  std::vector<double> scores(v.size());
+  size_t pick = s->Choose(RequestFeatures{}, v, scores, 0);
+  if (scores_out) *scores_out = scores;
+  return pick;
+}
+
+TEST(Strategy, BuiltinsAreRegistered) {
+  auto names = RegisteredStrategyNames();
+  for (const char* n : {"random", "round-robin", "least-load", "prefix", "predicted-ttft"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  EXPECT_FALSE(FindStrategy("no-such-strategy").has_value());
+}
+
+TEST(Strategy, RandomIsSeededAndCoversAll) {
+  Fixture fx(4);
+  auto f = *FindStrategy("random");
+  auto a = f(StrategyOptions{7});
+  auto b = f(StrategyOptions{7});
+  std::vector<double> scores(4);
+  std::set<size_t> seen;
+  for (int i = 0; i < 100; ++i) {
+    size_t pa = a->Choose({}, fx.views, scores, 0);
+    EXPECT_EQ(pa, b->Choose({}, fx.views, scores, 0));
+    seen.insert(pa);
+  }
+  EXPECT_EQ(seen.size(), 4u);
+}
+
+TEST(Strategy, RoundRobinCycles) {
+  Fixture fx(3);
+  auto s = (*FindStrategy("round-robin"))(StrategyOptions{});
+  std::vector<double> scores(3);
+  std::vector<size_t> picks;
+  for (int i = 0; i < 6; ++i) picks.push_back(s->Choose({}, fx.views, scores, 0));
+  EXPECT_EQ(picks, (std::vector<size_t>{0, 1, 2, 0, 1, 2}));
+}
+
+TEST(Strategy, LeastLoadPrefersFewestInFlightThenScrapedLoad) {
+  Fixture fx(3);
+  fx.views[0].in_flight = 3;
+  fx.views[1].in_flight = 1;
+  fx.views[2].in_flight = 1;
+  fx.metrics[1].num_requests_waiting = 5;
+  fx.metrics[2].num_requests_running = 2;
+  std::vector<double> scores;
+  EXPECT_EQ(ChooseWith("least-load", fx.views, &scores), 2u);
+  EXPECT_EQ(scores, (std::vector<double>{3, 1, 1}));
+}
+
+TEST(Strategy, PrefixPrefersLargestMatchThenLeastLoad) {
+  Fixture fx(3);
+  fx.views[0].matched_tokens = 100;
+  fx.views[1].matched_tokens = 900;
+  fx.views[2].matched_tokens = 900;
+  fx.views[1].in_flight = 2;
+  fx.views[2].in_flight = 1;
+  EXPECT_EQ(ChooseWith("prefix", fx.views), 2u);
+  fx.views[0].matched_tokens = 1000;
+  fx.views[0].in_flight = 50;
+  EXPECT_EQ(ChooseWith("prefix", fx.views), 0u);
+}
+
+TEST(Strategy, PredictedTtftPicksArgmin) {
+  Fixture fx(3);
+  fx.views[0].predicted_ttft_s = 0.5;
+  fx.views[1].predicted_ttft_s = 0.2;
+  fx.views[2].predicted_ttft_s = 0.3;
+  std::vector<double> scores;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 1u);
+  EXPECT_EQ(scores, (std::vector<double>{0.5, 0.2, 0.3}));
+}
+
+TEST(Strategy, ArgMinBreaksTiesByTieBreakThenRandomly) {
+  uint64_t rng = 1;
+  std::vector<double> s = {1, 0, 0};
+  EXPECT_EQ(ArgMin(s, std::vector<double>{0, 5, 4}, rng), 2u);
+  std::set<size_t> seen;
+  for (int i = 0; i < 50; ++i) seen.insert(ArgMin(s, {}, rng));
+  EXPECT_EQ(seen, (std::set<size_t>{1, 2}));
+}
+
+}  // namespace
+}  // namespace kinference::routing
