@@ -12,7 +12,7 @@
 # results/demo/requests/*.jsonl (one line per request), and a side-by-side table.
 #
 # Run from the repository root after `make build`. Knobs (environment): BUILD (build dir),
-# DEMO_TIME_SCALE (K), DEMO_TRACE_LIMIT, DEMO_TRACE_SPEED, DEMO_SP_SESSIONS, DEMO_SP_RATE.
+# DEMO_TIME_SCALE (K), DEMO_TRACE_SAMPLE, DEMO_TRACE_LIMIT, DEMO_TRACE_SPEED, DEMO_SP_SESSIONS, DEMO_SP_RATE.
 # All processes started here are stopped on exit.
 set -euo pipefail
 
@@ -25,11 +25,15 @@ PROFILE=l40s-27b-fp8
 # Higher K is faster but wall-clock jitter (x K) starts to show in model-time results.
 K=${DEMO_TIME_SCALE:-20}
 TRACE=${DEMO_TRACE:-../shared/traces/mooncake_conversation_trace.jsonl}
-# Mooncake slice: requests [offset, offset+limit). The trace averages 3.4 requests/s with
-# 12,035-token prompts; speed < 1 stretches arrivals to fit three L40S replicas.
+# Mooncake slice: from line `offset`, one conversation in TRACE_SAMPLE (whole
+# conversations, so multi-turn prefix reuse stays as in the trace), `limit` requests.
+# The trace averages 3.4 requests/s with 12,035-token prompts, about ten times what three
+# L40S replicas carry; sampling 1 in 16 conversations gives ~0.2 requests/s at speed 1,
+# and `speed` then sets the load (arrival times divided by it).
 TRACE_OFFSET=${DEMO_TRACE_OFFSET:-0}
-TRACE_LIMIT=${DEMO_TRACE_LIMIT:-300}
-TRACE_SPEED=${DEMO_TRACE_SPEED:-0.1}
+TRACE_SAMPLE=${DEMO_TRACE_SAMPLE:-16}
+TRACE_LIMIT=${DEMO_TRACE_LIMIT:-200}
+TRACE_SPEED=${DEMO_TRACE_SPEED:-1.5}
 TRACE_MAX_OUT=${DEMO_TRACE_MAX_OUT:-256}
 SP_SESSIONS=${DEMO_SP_SESSIONS:-150}
 SP_RATE=${DEMO_SP_RATE:-0.2}
@@ -132,7 +136,8 @@ demo_t0=$SECONDS
 
 for strategy in $STRATEGIES; do
   run_case mooncake-trace "$strategy" --workload trace --trace "$TRACE" \
-    --offset "$TRACE_OFFSET" --limit "$TRACE_LIMIT" --speed "$TRACE_SPEED" \
+    --offset "$TRACE_OFFSET" --trace-sample "$TRACE_SAMPLE" --limit "$TRACE_LIMIT" \
+    --speed "$TRACE_SPEED" \
     --max-output-tokens "$TRACE_MAX_OUT"
 done
 for strategy in $STRATEGIES; do

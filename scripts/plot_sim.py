@@ -131,7 +131,7 @@ def prediction_section(docs):
             if e:
                 rows.append([doc["scenario"], strategy, fmt(e["abs_p50_s"]),
                              f"{100 * (e['rel_p90'] or 0):.0f}%", e["samples"]])
-    lines.append(table(rows, ["scenario", "strategy", "median |error|", "p90 relative error",
+    lines.append(table(rows, ["scenario", "strategy", "median abs error", "p90 relative error",
                               "requests"]))
     lines += ["", "Simulation speed:", ""]
     rows = [[d["scenario"], d["simulated_requests"], f"{d['wall_s']:.1f} s",
@@ -151,6 +151,7 @@ def plots(results_dir, light, capacity):
     if light:
         for workload in PUBLISHED_LIGHT:
             fig, ax = plt.subplots(figsize=(7, 4.5))
+            ax.set_prop_cycle(color=plt.cm.tab20.colors)
             for r in light["results"]:
                 q = r.get("ttft_quantiles_s") or []
                 if r["workload"] == workload and q:
@@ -167,6 +168,7 @@ def plots(results_dir, light, capacity):
     if capacity:
         for workload in PUBLISHED_PEAK_GOODPUT:
             fig, ax = plt.subplots(figsize=(7, 4.5))
+            ax.set_prop_cycle(color=plt.cm.tab20.colors)
             for s in strategies_of(capacity):
                 pts = sorted((r["concurrency"], r["goodput_rpm"]) for r in capacity["results"]
                              if r["workload"] == workload and r["strategy"] == s)

@@ -27,6 +27,7 @@ struct CliOptions {
   std::string trace = "../shared/traces/mooncake_conversation_trace.jsonl";
   size_t offset = 0;
   double speed = 1.0;
+  size_t trace_sample = 1;
   int max_output_tokens = 0;
   uint64_t seed = 1;
   std::string out_dir;
@@ -74,6 +75,7 @@ int RunBench(const CliOptions& o) {
   spec.trace_path = o.trace;
   spec.trace_offset = o.offset;
   spec.speed = o.speed;
+  spec.trace_sample = o.trace_sample;
   spec.max_output_tokens = o.max_output_tokens;
   auto sessions = workload::MakeWorkload(spec);
   if (!sessions.ok()) {
@@ -193,6 +195,9 @@ void RegisterCommand(CLI::App& app) {
   cmd->add_option("--trace", o->trace, "Mooncake trace JSONL")->capture_default_str();
   cmd->add_option("--offset", o->offset, "first trace line used");
   cmd->add_option("--speed", o->speed, "trace arrivals divided by this")->capture_default_str();
+  cmd->add_option("--trace-sample", o->trace_sample,
+                  "keep one trace conversation in N (keyed by its second block)")
+      ->capture_default_str();
   cmd->add_option("--max-output-tokens", o->max_output_tokens, "clamp trace output lengths");
   cmd->add_option("--seed", o->seed, "workload seed")->capture_default_str();
   cmd->add_option("--out", o->out_dir, "directory for per-request JSONL");

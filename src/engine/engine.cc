@@ -3,16 +3,26 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/engine_impl.h"
 
 namespace kinference::engine {
 namespace {
 
-// Output count at which a request samples EOS: uniform in [1, max_tokens], fixed by seed.
+// Mean length of a reply that ends on its own (tokens): the mean output length of the
+// Mooncake conversation trace (FAST'25 release, 343 tokens; shared/traces/README.md).
+constexpr double kMeanNaturalOutputTokens = 343;
+
+// Output count at which a request samples EOS, fixed by seed: exponentially distributed
+// with mean kMeanNaturalOutputTokens, at least 1, capped at max_tokens (so a request
+// without a max_tokens cap still ends after a few hundred tokens, as chat replies do).
 int EosPosition(uint64_t seed, int max_tokens) {
   const uint64_t key[2] = {seed, 0x454f53u};  // "EOS": separates it from the word stream
-  return 1 + static_cast<int>(XXH3_64bits(key, sizeof(key)) % static_cast<uint64_t>(max_tokens));
+  // Uniform in (0, 1) from the top 53 bits.
+  double u = (static_cast<double>(XXH3_64bits(key, sizeof(key)) >> 11) + 0.5) * 0x1.0p-53;
+  double n = std::ceil(-std::log(u) * kMeanNaturalOutputTokens);
+  return static_cast<int>(std::clamp(n, 1.0, static_cast<double>(max_tokens)));
 }
 
 }  // namespace

@@ -89,7 +89,8 @@ class Engine {
   // KV cache capacity (num_gpu_blocks * block_size tokens). The request becomes
   // schedulable after its front-end delay (see NextReadyTime). Output token k is
   // " " + SyntheticWord(seed, k), one token each; unless ignore_eos, EOS comes after a
-  // seed-fixed count in [1, max_tokens] (length is checked first, as vLLM's check_stop).
+  // seed-fixed count in [1, max_tokens], exponential with mean 343 tokens (engine.cc) (length is
+  // checked first, as vLLM's check_stop).
   Status AddRequest(EngineRequest request);
   // Aborts a waiting or running request; frees its blocks; it appears in the next
   // step's `finished` with reason kAbort. Unknown ids are ignored.

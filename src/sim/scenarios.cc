@@ -49,8 +49,8 @@ Condition OpenLoop(const std::string& workload, size_t sessions, double rate, Si
 
 Scenario LightLoad(const ScenarioParams& p) {
   Scenario s{"light-load",
-             "3 x l40s-27b-fp8, open-loop Poisson arrivals at " +
-                 std::to_string(kLightLoadRateRps) + " sessions/s",
+             fmt::format("3 x l40s-27b-fp8, open-loop Poisson arrivals at {:g} sessions/s",
+                         kLightLoadRateRps),
              {}};
   auto o = BaseOptions(p, MakePool(Profile("l40s-27b-fp8"), "l40s", 3));
   s.conditions.push_back(OpenLoop("shared-prefix", Scaled(72, p), kLightLoadRateRps, o));
@@ -109,7 +109,8 @@ Scenario Heterogeneous(const ScenarioParams& p) {
 
 Scenario Restarts(const ScenarioParams& p) {
   Scenario s{"restarts",
-             "3 x l40s-27b-fp8 at 0.05 sessions/s; l40s/0 restarts (30 s down, empty cache) "
+             "3 x l40s-27b-fp8 (+ l40s/3 joining) at 0.05 sessions/s; l40s/0 restarts (30 s down, "
+             "empty cache) "
              "at 1/3 of the run, l40s/3 joins at 1/2, l40s/1 leaves at 2/3",
              {}};
   const size_t n = Scaled(96, p);

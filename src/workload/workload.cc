@@ -104,8 +104,10 @@ std::vector<Session> Multiturn(const WorkloadSpec& spec) {
 }
 
 // One trace line into a session; `line_no` is the 0-based line index in the file.
+// `*conversation_key`: the line's second hash id (first when it has one), see
+// WorkloadSpec::trace_sample.
 Result<Session> TraceSession(std::string_view line, size_t line_no, const WorkloadSpec& spec,
-                             double* timestamp_ms) {
+                             double* timestamp_ms, uint64_t* conversation_key) {
   boost::system::error_code ec;
   boost::json::value v = boost::json::parse(line, ec);
   auto bad = [&](std::string what) {
@@ -134,7 +136,14 @@ Result<Session> TraceSession(std::string_view line, size_t line_no, const Worklo
   Turn t;
   t.max_tokens = static_cast<int>(output);
   size_t remaining = static_cast<size_t>(input);
-  for (const auto& id : ids->as_array()) {
+  const auto& id_array = ids->as_array();
+  *conversation_key = 0;
+  if (!id_array.empty()) {
+    const auto& key = id_array[std::min<size_t>(1, id_array.size() - 1)];
+    if (key.is_int64()) *conversation_key = static_cast<uint64_t>(key.as_int64());
+    if (key.is_uint64()) *conversation_key = key.as_uint64();
+  }
+  for (const auto& id : id_array) {
     if (remaining == 0) break;
     if (!id.is_int64() && !id.is_uint64()) return bad("hash_ids must be integers");
     uint64_t h = id.is_int64() ? static_cast<uint64_t>(id.as_int64()) : id.as_uint64();
@@ -160,8 +169,10 @@ Result<std::vector<Session>> Trace(const WorkloadSpec& spec) {
     if (spec.sessions > 0 && out.size() >= spec.sessions) break;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     double ts = 0;
-    auto s = TraceSession(line, line_no, spec, &ts);
+    uint64_t key = 0;
+    auto s = TraceSession(line, line_no, spec, &ts, &key);
     if (!s.ok()) return s.status();
+    if (spec.trace_sample > 1 && key % spec.trace_sample != 0) continue;
     if (out.empty()) first_ts = ts;
     s->arrival_s = std::max(0.0, (ts - first_ts) / 1000.0 / spec.speed);
     out.push_back(std::move(*s));

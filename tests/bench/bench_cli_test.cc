@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "process_util.h"
+#include "testing/process.h"
 
 namespace kinference::bench {
 namespace {

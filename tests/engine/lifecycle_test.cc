@@ -119,22 +119,42 @@ TEST(Abort, WaitingRequestNeverScheduled) {
 
 TEST(Eos, StopPositionIsDeterministicAndWithinMaxTokens) {
   int stops = 0;
+  double stop_sum = 0;
   for (uint64_t seed = 0; seed < 20; ++seed) {
     int counts[2];
     for (int run = 0; run < 2; ++run) {
       Engine e(TinyProfile(100));
-      ASSERT_TRUE(e.AddRequest(Req("a", Tokens(1, 10), 30, 0, /*ignore_eos=*/false, seed)).ok());
+      ASSERT_TRUE(e.AddRequest(Req("a", Tokens(1, 10), 1500, 0, /*ignore_eos=*/false, seed)).ok());
       auto log = RunToIdle(e, 0);
       const auto& f = log.finished.at("a");
       counts[run] = f.completion_tokens;
       EXPECT_GE(f.completion_tokens, 1);
-      EXPECT_LE(f.completion_tokens, 30);
-      EXPECT_EQ(f.reason, f.completion_tokens == 30 ? FinishReason::kLength : FinishReason::kStop);
-      stops += f.reason == FinishReason::kStop;
+      EXPECT_LE(f.completion_tokens, 1500);
+      EXPECT_EQ(f.reason,
+                f.completion_tokens == 1500 ? FinishReason::kLength : FinishReason::kStop);
+      if (f.reason == FinishReason::kStop) {
+        ++stops;
+        stop_sum += f.completion_tokens;
+      }
     }
     EXPECT_EQ(counts[0], counts[1]);
   }
-  EXPECT_GT(stops, 20);  // most of the 40 runs stop before max_tokens
+  // Natural reply lengths are exponential with mean 343 tokens: nearly all of the 40 runs
+  // stop before 1,500 tokens, and their mean lies near 343.
+  EXPECT_GE(stops, 36);
+  EXPECT_GT(stop_sum / stops, 150);
+  EXPECT_LT(stop_sum / stops, 700);
+}
+
+TEST(Eos, CapAtMaxTokensReportsLength) {
+  int lengths = 0;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    Engine e(TinyProfile(100));
+    ASSERT_TRUE(e.AddRequest(Req("a", Tokens(1, 10), 5, 0, /*ignore_eos=*/false, seed)).ok());
+    auto log = RunToIdle(e, 0);
+    lengths += log.finished.at("a").reason == FinishReason::kLength;
+  }
+  EXPECT_GE(lengths, 18);  // P(EOS within 5 tokens) is about 1.5%
 }
 
 TEST(Output, TokensFollowTheSyntheticWordStream) {

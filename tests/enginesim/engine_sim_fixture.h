@@ -11,7 +11,7 @@
 
 #include "http/client.h"
 #include "http/sse.h"
-#include "process_util.h"
+#include "testing/process.h"
 
 namespace kinference::enginesim {
 

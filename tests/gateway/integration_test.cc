@@ -14,14 +14,24 @@
 
 #include "common/tokenizer.h"
 #include "http/client.h"
-#include "process.h"
 #include "routing/metrics_snapshot.h"
+#include "testing/process.h"
 
 namespace kinference::gateway {
 namespace {
 
 namespace json = boost::json;
-using testing::ChildProcess;
+using kinference::testing::ChildProcess;
+
+// Starts `kinference <args>` and waits for its "listening on" line; null on failure.
+std::unique_ptr<ChildProcess> Launch(std::vector<std::string> args) {
+  args.insert(args.begin(), kinference::testing::KinferenceBin());
+  std::string error;
+  auto p = ChildProcess::Start(args, "listening on", 60, &error);
+  EXPECT_TRUE(p) << error;
+  return p;
+}
+std::string Url(const ChildProcess& p) { return "http://127.0.0.1:" + std::to_string(p.port()); }
 
 constexpr const char* kModel = "test-model";
 constexpr const char* kTimeScale = "20";
@@ -64,20 +74,19 @@ class GatewayIntegrationTest : public ::testing::Test {
   static void SetUpTestSuite() {
     std::vector<std::string> urls;
     for (int i = 0; i < 3; ++i) {
-      sims_.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
-          "engine-sim", "--port", "0", "--time-scale", kTimeScale, "--served-model-name", kModel}));
-      urls.push_back(sims_.back()->url());
+      sims_.push_back(Launch({"engine-sim", "--port", "0", "--time-scale", kTimeScale,
+                              "--served-model-name", kModel}));
+      urls.push_back(sims_.back() ? Url(*sims_.back()) : "http://127.0.0.1:1");
     }
-    gateway_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{"gateway", "--config", WriteConfig("gateway", urls)});
+    gateway_ = Launch({"gateway", "--config", WriteConfig("gateway", urls)});
   }
   static void TearDownTestSuite() {
     gateway_.reset();
     sims_.clear();
   }
   void SetUp() override {
-    for (const auto& s : sims_) ASSERT_NE(s->port(), 0) << "engine-sim did not start";
-    ASSERT_NE(gateway_->port(), 0) << "gateway did not start: " << gateway_->output();
+    for (const auto& s : sims_) ASSERT_TRUE(s) << "engine-sim did not start";
+    ASSERT_TRUE(gateway_) << "gateway did not start";
   }
 
   static http::Response Call(uint16_t port, std::string method, std::string target,
@@ -201,13 +210,13 @@ TEST_F(GatewayIntegrationTest, DeadEndpointRequestsStillSucceed) {
     boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
     dead = a.local_endpoint().port();
   }
-  ChildProcess gw({"gateway", "--config",
-                   WriteConfig("gateway-dead", {"http://127.0.0.1:" + std::to_string(dead),
-                                                sims_[0]->url(), sims_[1]->url()})});
-  ASSERT_NE(gw.port(), 0) << gw.output();
+  auto gw = Launch({"gateway", "--config",
+                    WriteConfig("gateway-dead", {"http://127.0.0.1:" + std::to_string(dead),
+                                                 Url(*sims_[0]), Url(*sims_[1])})});
+  ASSERT_TRUE(gw);
   http::Headers rr{{{"x-kinference-strategy", "round-robin"}}};
   for (int i = 0; i < 6; ++i) {
-    auto r = Call(gw.port(), "POST", "/v1/chat/completions", ChatBody("hi", i % 2 == 0, 4), rr);
+    auto r = Call(gw->port(), "POST", "/v1/chat/completions", ChatBody("hi", i % 2 == 0, 4), rr);
     EXPECT_EQ(r.status, 200) << r.body;
     EXPECT_NE(r.headers.Find("x-kinference-endpoint"), "sim/0");
   }
@@ -218,8 +227,8 @@ TEST_F(GatewayIntegrationTest, DeadEndpointRequestsStillSucceed) {
 std::pair<int, std::string> RunGatewayWithConfig(const std::string& name, const std::string& text) {
   std::string dir = ::testing::TempDir() + "/" + name + "-" + std::to_string(getpid());
   std::ofstream(dir + ".yaml") << text;
-  std::string cmd =
-      ChildProcess::Binary() + " gateway --config " + dir + ".yaml > " + dir + ".log 2>&1";
+  std::string cmd = kinference::testing::KinferenceBin() + " gateway --config " + dir + ".yaml > " +
+                    dir + ".log 2>&1";
   int rc = std::system(cmd.c_str());
   std::ifstream in(dir + ".log");
   std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -193,6 +193,34 @@ TEST_F(TraceTest, OffsetAndLimitTakeASlice) {
   EXPECT_FALSE(past.ok());
 }
 
+TEST_F(TraceTest, SampleKeepsWholeConversationsByTheirSecondBlock) {
+  // Lines 0 and 1 are one conversation (second hash id 1), line 2 a one-block prompt
+  // keyed by its only id, 9. Sampling 1 in 3 drops the first conversation whole.
+  auto s = Make({.name = "trace", .sessions = 0, .trace_path = path_.string(), .trace_sample = 3});
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].id, "trace-000002");
+  EXPECT_DOUBLE_EQ(*s[0].arrival_s, 0.0);  // relative to the first kept line
+  auto none = MakeWorkload({.name = "trace", .trace_path = path_.string(), .trace_sample = 2});
+  EXPECT_FALSE(none.ok());
+}
+
+TEST(TraceFileTest, SampledMooncakeSliceKeepsConversationTurnsTogether) {
+  std::filesystem::path p = std::filesystem::path(KINFERENCE_SOURCE_DIR) /
+                            "../shared/traces/mooncake_conversation_trace.jsonl";
+  if (!std::filesystem::exists(p)) GTEST_SKIP() << "trace not present: " << p;
+  auto s = Make({.name = "trace", .sessions = 60, .trace_path = p.string(), .trace_sample = 16});
+  ASSERT_EQ(s.size(), 60u);
+  // Some kept request must reuse a longer prefix of an earlier kept one than the shared
+  // first block (512 tokens): its conversation's earlier turn was kept too.
+  size_t best = 0;
+  for (size_t i = 1; i < s.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      best = std::max(best, CommonTokenPrefix(s[i].turns[0].user_text, s[j].turns[0].user_text));
+    }
+  }
+  EXPECT_GT(best, 2048u);
+}
+
 TEST(TraceFileTest, MooncakeTraceSliceHasExactLengths) {
   std::filesystem::path p = std::filesystem::path(KINFERENCE_SOURCE_DIR) /
                             "../shared/traces/mooncake_conversation_trace.jsonl";

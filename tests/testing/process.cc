@@ -1,4 +1,4 @@
-#include "process_util.h"
+#include "testing/process.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-// Test helper: runs a server binary (engine-sim, gateway) as a child process for
+// Test helper (tests/testing/process.h): runs a server binary (engine-sim, gateway) as a child process for
 // integration tests. Start() forks/execs it, captures its stdout on a reader thread and
 // waits for the line containing `ready_marker` (e.g. "engine-sim listening on
 // 127.0.0.1:<port>"), whose trailing number is taken as the port. The child gets SIGKILL

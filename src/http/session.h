@@ -1,0 +1,316 @@
+// Internal to the HTTP library: the server's per-connection Session, its
+// ResponseWriter and the state shared with the acceptor (ServerCore).
+//
+// A Session reads one request at a time with Beast's request_parser (body_limit from
+// ServerOptions), dispatches it to a handler and, while the response is in flight, keeps
+// one async_read_some on the socket ("watch read") so that a client's EOF or reset is
+// noticed at once and reported through ResponseWriter::OnClose. Bytes the watch read
+// receives (a pipelined next request) stay in the session buffer and are parsed next.
+// Responses are written as raw HTTP/1.1 bytes through one ordered write queue: a whole
+// response with Content-Length, or a head with Transfer-Encoding: chunked followed by
+// chunks (RFC 9112 section 7.1) and the terminating zero chunk.
+//
+// Thread-safety: a Session and its Writer run on the connection's strand.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <deque>
+#include <map>
+#include <optional>
+
+#include "http/server.h"
+#include "http/wire.h"
+
+namespace kinference::http::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+
+class Session;
+
+class Writer final : public ResponseWriter {
+ public:
+  Writer(std::shared_ptr<Session> session, bool keep_alive, bool chunked)
+      : session_(std::move(session)), keep_alive_(keep_alive), chunked_(chunked) {}
+  ~Writer() override;
+  void Send(int status, std::string content_type, std::string body, Headers extra) override;
+  void StartStream(int status, std::string content_type, Headers extra) override;
+  void Write(std::string data) override;
+  void End() override;
+  bool closed() const override { return closed_; }
+  void OnClose(std::function<void()> callback) override;
+  asio::any_io_executor executor() const override;
+
+  // Session side: the client went away (or a write failed).
+  void ClientGone();
+
+ private:
+  std::shared_ptr<Session> session_;
+  bool keep_alive_;
+  bool chunked_;
+  bool started_ = false;
+  bool ended_ = false;
+  bool closed_ = false;
+  bool close_fired_ = false;
+  std::function<void()> on_close_;
+};
+
+// State shared by the acceptor and its sessions (Server::Impl is this, under the name
+// the public header declares).
+class ServerCore : public std::enable_shared_from_this<ServerCore> {
+ public:
+  ServerCore(asio::io_context& io, ServerOptions options)
+      : io_(io), options_(std::move(options)), acceptor_(io), retry_timer_(io) {}
+
+  void Accept();
+  const Handler* FindHandler(const std::string& method, const std::string& path) const {
+    auto it = routes_.find({method, path});
+    if (it != routes_.end()) return &it->second;
+    return fallback_ ? &fallback_ : nullptr;
+  }
+
+  asio::io_context& io_;
+  ServerOptions options_;
+  tcp::acceptor acceptor_;
+  asio::steady_timer retry_timer_;
+  std::map<std::pair<std::string, std::string>, Handler> routes_;
+  Handler fallback_;
+  std::vector<std::weak_ptr<Session>> sessions_;
+  bool stopped_ = false;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, std::shared_ptr<ServerCore> server)
+      : socket_(std::move(socket)),
+        server_(std::move(server)),
+        drain_timer_(socket_.get_executor()),
+        idle_timer_(socket_.get_executor()) {}
+
+  void Start() {
+    beast::error_code ec;
+    socket_.set_option(tcp::no_delay(true), ec);
+    ReadRequest();
+  }
+
+  // Hard close (server stop): the client is treated as gone.
+  void Close() {
+    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->ClientGone(); });
+  }
+
+  // Writer side: queues response bytes; `last` marks the end of the response.
+  void Queue(std::string bytes, bool last) {
+    if (closed_) return;
+    out_.push_back(std::move(bytes));
+    if (last) response_done_ = true;
+    if (!writing_) DoWrite();
+  }
+  bool closed() const { return closed_; }
+  asio::any_io_executor executor() { return socket_.get_executor(); }
+
+ private:
+  void ReadRequest() {
+    if (closed_) return;
+    awaiting_header_ = true;
+    const uint64_t generation = ++idle_generation_;
+    if (double t = server_->options_.keep_alive_timeout_s; t > 0) {
+      idle_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(t)));
+      idle_timer_.async_wait([self = shared_from_this(), generation](beast::error_code ec) {
+        if (!ec && self->awaiting_header_ && generation == self->idle_generation_) {
+          self->ClientGone();
+        }
+      });
+    }
+    parser_.emplace();
+    parser_->body_limit(server_->options_.max_body_bytes);
+    bhttp::async_read_header(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    awaiting_header_ = false;
+    idle_timer_.cancel();
+    if (ec) return OnReadError(ec);
+    const auto& req = parser_->get();
+    if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
+      Queue("HTTP/1.1 100 Continue\r\n\r\n", false);
+    }
+    bhttp::async_read(socket_, buffer_, *parser_,
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        if (ec) return self->OnReadError(ec);
+                        self->Dispatch();
+                      });
+  }
+
+  void OnReadError(beast::error_code ec) {
+    if (ec == bhttp::error::body_limit) {
+      return SendErrorAndClose(
+          Status(ErrorCode::kPayloadTooLarge, "Request body exceeds the limit of " +
+                                                  std::to_string(server_->options_.max_body_bytes) +
+                                                  " bytes."));
+    }
+    if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
+        ec == asio::error::eof || ec == asio::error::operation_aborted ||
+        ec == asio::error::connection_reset || ec == asio::error::bad_descriptor ||
+        ec.category() == asio::error::get_system_category()) {
+      return ClientGone();
+    }
+    SendErrorAndClose(
+        Status(ErrorCode::kInvalidArgument, "Malformed HTTP request: " + ec.message()));
+  }
+
+  void SendErrorAndClose(const Status& status) {
+    keep_alive_ = false;
+    std::string body = OpenAiErrorBody(status);
+    Queue(FormatHead(HttpStatusFor(status.code()), "application/json", {}, false,
+                     BodyFraming::kContentLength, body.size()) +
+              body,
+          true);
+  }
+
+  void Dispatch() {
+    auto msg = parser_->release();
+    parser_.reset();
+    Request request;
+    request.method = std::string(msg.method_string());
+    request.target = std::string(msg.target());
+    request.path = request.target.substr(0, request.target.find('?'));
+    for (const auto& f : msg) {
+      request.headers.Add(std::string(f.name_string()), std::string(f.value()));
+    }
+    request.body = std::move(msg.body());
+    keep_alive_ = msg.keep_alive() && msg.version() >= 11;
+    response_done_ = false;
+    auto writer = std::make_shared<Writer>(shared_from_this(), keep_alive_, msg.version() >= 11);
+    writer_ = writer;
+    StartWatch();
+    const Handler* handler = server_->FindHandler(request.method, request.path);
+    if (handler == nullptr) {
+      Status nf(ErrorCode::kNotFound, "Not found: " + request.method + " " + request.path);
+      SendOpenAiError(*writer, nf);
+      return;
+    }
+    (*handler)(std::move(request), std::move(writer));
+  }
+
+  // Keeps a read pending while a response is in flight, to notice a disconnect.
+  void StartWatch() {
+    if (closed_ || watching_) return;
+    watching_ = true;
+    socket_.async_read_some(
+        buffer_.prepare(4096),
+        [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnWatch(ec, n); });
+  }
+
+  void OnWatch(beast::error_code ec, size_t n) {
+    watching_ = false;
+    buffer_.commit(n);
+    if (closed_) return;
+    if (next_after_watch_) {
+      next_after_watch_ = false;
+      ReadRequest();  // an EOF seen by the watch shows up again here and closes
+      return;
+    }
+    if (ec) return ClientGone();
+    // Pipelined bytes: keep watching unless the buffer is getting large.
+    if (!response_done_ && buffer_.size() < 64 * 1024) StartWatch();
+  }
+
+  void DoWrite() {
+    writing_ = true;
+    current_.clear();
+    for (auto& s : out_) current_.append(s);
+    out_.clear();
+    asio::async_write(
+        socket_, asio::buffer(current_),
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnWrite(ec); });
+  }
+
+  void OnWrite(beast::error_code ec) {
+    writing_ = false;
+    if (closed_) return;
+    if (ec) return ClientGone();
+    if (!out_.empty()) return DoWrite();
+    if (response_done_) FinishResponse();
+  }
+
+  void FinishResponse() {
+    response_done_ = false;
+    writer_.reset();
+    if (!keep_alive_) return GracefulClose();
+    if (watching_) {
+      next_after_watch_ = true;
+      beast::error_code ec;
+      socket_.cancel(ec);
+    } else {
+      ReadRequest();
+    }
+  }
+
+  // Half-close, then drain what the client still sends (so that closing does not reset
+  // the connection before it read our response), for at most 2 seconds.
+  void GracefulClose() {
+    beast::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    drain_timer_.expires_after(std::chrono::seconds(2));
+    drain_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (!ec) self->ClientGone();
+    });
+    if (!watching_) Drain();
+  }
+
+  void Drain() {
+    if (closed_) return;
+    watching_ = true;
+    buffer_.clear();
+    socket_.async_read_some(buffer_.prepare(16384),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              self->watching_ = false;
+                              if (ec) return self->ClientGone();
+                              self->Drain();
+                            });
+  }
+
+  void ClientGone() {
+    if (closed_) return;
+    closed_ = true;
+    out_.clear();
+    beast::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+    drain_timer_.cancel();
+    idle_timer_.cancel();
+    if (auto w = writer_.lock()) w->ClientGone();
+    writer_.reset();
+  }
+
+  tcp::socket socket_;
+  std::shared_ptr<ServerCore> server_;
+  asio::steady_timer drain_timer_;
+  asio::steady_timer idle_timer_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::weak_ptr<Writer> writer_;
+  std::deque<std::string> out_;
+  std::string current_;
+  bool writing_ = false;
+  bool watching_ = false;
+  bool next_after_watch_ = false;
+  bool awaiting_header_ = false;
+  uint64_t idle_generation_ = 0;
+  bool response_done_ = false;
+  bool keep_alive_ = true;
+  bool closed_ = false;
+};
+
+}  // namespace kinference::http::detail

@@ -1,0 +1,70 @@
+// ResponseWriter of a server Session (see session.h).
+#include <boost/asio/post.hpp>
+
+#include "http/session.h"
+
+namespace kinference::http::detail {
+
+Writer::~Writer() {
+  // A handler that dropped its writer without answering gets a 500, not a hung client.
+  if (!started_ && !session_->closed()) {
+    started_ = true;
+    Status st(ErrorCode::kInternal, "The handler produced no response.");
+    std::string body = OpenAiErrorBody(st);
+    session_->Queue(FormatHead(500, "application/json", {}, keep_alive_,
+                               BodyFraming::kContentLength, body.size()) +
+                        body,
+                    true);
+  }
+}
+
+void Writer::Send(int status, std::string content_type, std::string body, Headers extra) {
+  if (started_) return;
+  started_ = ended_ = true;
+  std::string head = FormatHead(status, content_type, extra, keep_alive_,
+                                BodyFraming::kContentLength, body.size());
+  session_->Queue(head + body, true);
+}
+
+void Writer::StartStream(int status, std::string content_type, Headers extra) {
+  if (started_) return;
+  started_ = true;
+  session_->Queue(FormatHead(status, content_type, extra, keep_alive_,
+                             chunked_ ? BodyFraming::kChunked : BodyFraming::kUntilClose),
+                  false);
+}
+
+void Writer::Write(std::string data) {
+  if (!started_ || ended_ || data.empty()) return;
+  session_->Queue(chunked_ ? FormatChunk(data) : std::move(data), false);
+}
+
+void Writer::End() {
+  if (!started_ || ended_) return;
+  ended_ = true;
+  session_->Queue(chunked_ ? std::string(kLastChunk) : std::string(), true);
+}
+
+void Writer::OnClose(std::function<void()> callback) {
+  if (closed_ && !close_fired_ && !ended_) {
+    close_fired_ = true;
+    asio::post(session_->executor(), std::move(callback));
+    return;
+  }
+  on_close_ = std::move(callback);
+}
+
+asio::any_io_executor Writer::executor() const { return session_->executor(); }
+
+void Writer::ClientGone() {
+  closed_ = true;
+  if (close_fired_) return;
+  close_fired_ = true;
+  if (on_close_) {
+    auto cb = std::move(on_close_);
+    on_close_ = nullptr;
+    cb();
+  }
+}
+
+}  // namespace kinference::http::detail
