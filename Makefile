@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build test unit-test demo bench bench-sim format clean
+.PHONY: all deps build test test-sdk unit-test demo bench bench-sim format clean
 
 all: build
 
@@ -17,9 +17,15 @@ $(BUILD)/build.ninja: CMakeLists.txt | deps
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Every test: unit and integration tests under CTest (real processes on loopback).
+# Every test: unit and integration tests under CTest (real processes on loopback), then
+# the SDK conformance tests; ends with "tests: N passed, M failed".
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
+	bash scripts/run_tests.sh $(BUILD) $(JOBS)
+
+# The official openai and anthropic Python SDKs against a live gateway (tests/sdk/;
+# creates $(BUILD)/sdk-venv with pip on first use; skips only without python3-venv).
+test-sdk: build
+	bash tests/sdk/run.sh $(BUILD)/kinference
 
 demo: build
 	bash scripts/demo.sh
@@ -27,6 +33,10 @@ demo: build
 # Microbenchmarks (Google Benchmark).
 bench: build
 	@for b in $(BUILD)/benchmarks/*_bench; do echo "== $$b"; $$b --benchmark_min_time=0.2; done
+
+# Every simulator scenario for every strategy: results/sim/*.json and results/sim/REPORT.md.
+bench-sim: build
+	BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/bench_sim.sh
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')

@@ -4,6 +4,7 @@
 #include <boost/json/value.hpp>
 #include <chrono>
 
+#include "gateway/anthropic/handler.h"
 #include "gateway/context.h"
 #include "gateway/proxy.h"
 #include "gateway/scraper.h"
@@ -29,6 +30,9 @@ Result<uint16_t> Gateway::Start() {
   });
   server_->Route("POST", "/v1/completions", [ctx](http::Request r, auto w) {
     HandleCompletion(ctx, ApiKind::kCompletions, std::move(r), std::move(w));
+  });
+  server_->Route("POST", "/v1/messages", [ctx](http::Request r, auto w) {
+    anthropic::HandleMessages(ctx, std::move(r), std::move(w));
   });
   const auto created = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())

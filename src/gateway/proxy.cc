@@ -22,7 +22,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
  public:
   Exchange(std::shared_ptr<GatewayContext> ctx, std::shared_ptr<http::ResponseWriter> writer,
            ParsedRequest request, routing::RequestFeatures features, std::string strategy,
-           std::string path, Seconds arrival)
+           std::string path, Seconds arrival, std::shared_ptr<ResponseCodec> codec)
       : ctx_(std::move(ctx)),
         writer_(std::move(writer)),
         req_(std::move(request)),
@@ -31,7 +31,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
         strategy_(std::move(strategy)),
         path_(std::move(path)),
         upstream_body_(UpstreamBody(req_)),
-        arrival_(arrival) {}
+        arrival_(arrival),
+        codec_(std::move(codec)) {}
 
   void Start() {
     std::weak_ptr<Exchange> weak = weak_from_this();
@@ -129,6 +130,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
       }
       last_token_ = now;
     }
+    if (codec_) {
+      if (std::string out = codec_->OnEvent(ev); !out.empty()) writer_->Write(std::move(out));
+      return;
+    }
     if (info.usage_only && !req_.client_wants_usage) return;
     writer_->Write(http::FormatSse(ev.data, ev.event));
   }
@@ -161,8 +166,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                                                                      : ErrorCode::kUnavailable;
       Status err(code, message);
       if (response_started_) {
-        writer_->Write(http::FormatSse(http::OpenAiErrorBody(err)));
+        writer_->Write(codec_ ? codec_->OnStreamError(err)
+                              : http::FormatSse(http::OpenAiErrorBody(err)));
         writer_->End();
+      } else if (codec_) {
+        codec_->SendError(*writer_, err, RoutedHeaders());
       } else {
         writer_->Send(HttpStatusFor(code), "application/json", http::OpenAiErrorBody(err),
                       RoutedHeaders());
@@ -170,6 +178,13 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
       return Finish(routing::Outcome::kError, "error");
     }
     if (response_started_) {
+      if (codec_) {
+        if (std::string out = codec_->OnEnd(); !out.empty()) writer_->Write(std::move(out));
+        if (codec_->failed()) {
+          writer_->End();
+          return Finish(routing::Outcome::kError, "error");
+        }
+      }
       writer_->End();
       return Finish(routing::Outcome::kSuccess, "success");
     }
@@ -180,6 +195,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
       if (!ec && v.is_object()) usage_ = ParseUsage(v.get_object());
     }
     bool ok = upstream_status_ >= 200 && upstream_status_ < 400;
+    if (codec_) {
+      codec_->SendBody(*writer_, upstream_status_, std::move(body_), RoutedHeaders());
+      return Finish(ok ? routing::Outcome::kSuccess : routing::Outcome::kError,
+                    ok ? "success" : "error");
+    }
     writer_->Send(upstream_status_,
                   upstream_content_type_.empty() ? "application/json" : upstream_content_type_,
                   std::move(body_), RoutedHeaders());
@@ -203,7 +223,9 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                            : !strategy_.empty()        ? strategy_
                                                        : ctx_->config.strategy;
     ctx_->stats.RecordRequest(endpoint, strategy, "error");
-    if (!writer_->closed()) http::SendOpenAiError(*writer_, s);
+    if (writer_->closed()) return;
+    if (codec_) return codec_->SendError(*writer_, s, {});
+    http::SendOpenAiError(*writer_, s);
   }
 
   void Finish(routing::Outcome outcome, const char* label) {
@@ -238,6 +260,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   std::string path_;
   std::string upstream_body_;
   Seconds arrival_;
+  std::shared_ptr<ResponseCodec> codec_;  // null: OpenAI pass-through
 
   routing::Decision decision_;
   std::vector<routing::EndpointId> tried_;
@@ -263,26 +286,38 @@ void HandleCompletion(const std::shared_ptr<GatewayContext>& ctx, ApiKind kind,
   Seconds arrival = ctx->clock.Now();
   auto parsed = ParseRequest(kind, request.body);
   if (!parsed.ok()) return http::SendOpenAiError(*writer, parsed.status());
-  if (!ctx->ServesModel(parsed->model)) {
-    Status s(ErrorCode::kNotFound, "The model `" + parsed->model + "` does not exist.");
+  HandleParsed(ctx, std::move(*parsed), std::move(request.path), request.headers, arrival,
+               std::move(writer), nullptr);
+}
+
+void HandleParsed(const std::shared_ptr<GatewayContext>& ctx, ParsedRequest parsed,
+                  std::string upstream_path, const http::Headers& headers, Seconds arrival,
+                  std::shared_ptr<http::ResponseWriter> writer,
+                  std::shared_ptr<ResponseCodec> codec) {
+  auto fail = [&](const Status& s) {
+    if (codec) return codec->SendError(*writer, s, {});
+    http::SendOpenAiError(*writer, s);
+  };
+  if (!ctx->ServesModel(parsed.model)) {
+    Status s(ErrorCode::kNotFound, "The model `" + parsed.model + "` does not exist.");
     s.WithParam("model");
-    return http::SendOpenAiError(*writer, s);
+    return fail(s);
   }
-  std::string strategy(request.headers.Find(kStrategyHeader));
+  std::string strategy(headers.Find(kStrategyHeader));
   if (!strategy.empty() && !ctx->KnowsStrategy(strategy)) {
     Status s(ErrorCode::kInvalidArgument, "Unknown routing strategy '" + strategy + "'");
     s.WithParam(kStrategyHeader);
-    return http::SendOpenAiError(*writer, s);
+    return fail(s);
   }
   routing::RequestFeatures features;
   features.request_id = fmt::format("kgw-{}", ctx->next_request_id++);
-  features.model = parsed->model;
-  features.block_hashes = routing::ChainedBlockHashes(parsed->prompt_text, ctx->config.block_chars);
-  features.prompt_chars = parsed->prompt_text.size();
-  features.max_tokens = parsed->max_tokens;
-  auto exchange =
-      std::make_shared<Exchange>(ctx, std::move(writer), std::move(*parsed), std::move(features),
-                                 std::move(strategy), std::move(request.path), arrival);
+  features.model = parsed.model;
+  features.block_hashes = routing::ChainedBlockHashes(parsed.prompt_text, ctx->config.block_chars);
+  features.prompt_chars = parsed.prompt_text.size();
+  features.max_tokens = parsed.max_tokens;
+  auto exchange = std::make_shared<Exchange>(ctx, std::move(writer), std::move(parsed),
+                                             std::move(features), std::move(strategy),
+                                             std::move(upstream_path), arrival, std::move(codec));
   exchange->Start();
 }
 

@@ -1,6 +1,7 @@
 // The gateway's request path for POST /v1/chat/completions and /v1/completions: parse,
 // build routing features, pick an endpoint, forward, relay the (streamed) response, and
-// feed the router and the stats with what was observed.
+// feed the router and the stats with what was observed. POST /v1/messages (Anthropic)
+// shares this path through HandleParsed with a ResponseCodec (gateway/anthropic/).
 //
 // Promises:
 //  - every accepted request ends in exactly one response or, once streaming began, an
@@ -25,6 +26,7 @@
 #include "gateway/context.h"
 #include "gateway/request.h"
 #include "http/server.h"
+#include "http/sse.h"
 
 namespace kinference::gateway {
 
@@ -33,5 +35,35 @@ inline constexpr const char* kStrategyHeader = "x-kinference-strategy";
 
 void HandleCompletion(const std::shared_ptr<GatewayContext>& ctx, ApiKind kind,
                       http::Request request, std::shared_ptr<http::ResponseWriter> writer);
+
+// Hook for a front that speaks another API (the Anthropic Messages codec): it rewrites
+// what goes back to the client. Without one (the OpenAI routes) upstream bytes pass
+// through unchanged. Runs on the gateway's thread; one codec per request.
+class ResponseCodec {
+ public:
+  virtual ~ResponseCodec() = default;
+  // An error the gateway answers itself (bad request, unknown model, no endpoint).
+  virtual void SendError(http::ResponseWriter& w, const Status& status, http::Headers extra) = 0;
+  // A whole upstream response (non-streamed, or an error status to a streamed request).
+  virtual void SendBody(http::ResponseWriter& w, int upstream_status, std::string body,
+                        http::Headers extra) = 0;
+  // One upstream SSE event (usage-only and [DONE] included): the bytes to write.
+  virtual std::string OnEvent(const http::SseEvent& event) = 0;
+  // The upstream stream ended cleanly: the final bytes.
+  virtual std::string OnEnd() = 0;
+  // The upstream call failed after the response began: the final bytes.
+  virtual std::string OnStreamError(const Status& status) = 0;
+  // The stream it wrote ended in an error event (the request then counts as an error).
+  virtual bool failed() const { return false; }
+};
+
+// The request path shared by every front: `request` is the OpenAI chat/completions
+// request to route and send upstream to `upstream_path`; `headers` are the client's
+// (for the strategy header); `arrival` is when the request reached the gateway.
+// Errors and the response go through `codec` when set.
+void HandleParsed(const std::shared_ptr<GatewayContext>& ctx, ParsedRequest request,
+                  std::string upstream_path, const http::Headers& headers, Seconds arrival,
+                  std::shared_ptr<http::ResponseWriter> writer,
+                  std::shared_ptr<ResponseCodec> codec);
 
 }  // namespace kinference::gateway

@@ -41,7 +41,15 @@ void EndpointState::AddPending(uint64_t seq, Seconds at, double uncached_tokens)
   pending_[seq] = Pending{at, std::max(0.0, uncached_tokens)};
 }
 
-void EndpointState::RemovePending(uint64_t seq) { pending_.erase(seq); }
+void EndpointState::RemovePending(uint64_t seq, std::optional<Seconds> first_token_at) {
+  auto it = pending_.find(seq);
+  if (it == pending_.end()) return;
+  // FCFS: requests dispatched after this one could not have started their prefill before
+  // its first token (its last chunk shares the step with theirs at most).
+  if (first_token_at && it == pending_.begin())
+    head_free_at_ = std::max(head_free_at_, *first_token_at);
+  pending_.erase(it);
+}
 
 double EndpointState::PrefillRate() const {
   return 1000.0 / std::max(1e-6, predictor.coefficients()[1]);
@@ -50,7 +58,7 @@ double EndpointState::PrefillRate() const {
 QueueEstimate EndpointState::EstimateQueue(Seconds now, double stale_metrics_s) const {
   QueueEstimate q;
   double rate = PrefillRate();
-  Seconds free_at = -1e300;
+  Seconds free_at = head_free_at_;
   for (const auto& [seq, p] : pending_) {
     double dur = p.uncached_tokens / rate;
     Seconds start = std::max(free_at, p.dispatched_at);

@@ -5,8 +5,10 @@
 //
 // Queue estimate (tokens of uncached prefill ahead of a request dispatched now):
 //   own   : the router's own requests awaiting a first token, drained as a FIFO fluid at
-//           the predictor's learned prefill rate (1000 / c_prefill tokens/s) from their
-//           dispatch times, so old dispatches count less than fresh ones;
+//           the predictor's learned prefill rate (1000 / c_prefill tokens/s), each from
+//           its dispatch time or the end of the one ahead, and the head no earlier than
+//           the last first token seen here (FCFS: a request does not start its prefill
+//           before the one ahead of it got its first token);
 //   other : scraped vllm:num_requests_waiting beyond the router's own awaiting requests
 //           at scrape time (traffic from elsewhere), times the uncached tokens of an
 //           average request (from the scrape's counter deltas; prior 512 tokens), less
@@ -52,7 +54,9 @@ class EndpointState {
   double MetricsAge(Seconds now) const { return metrics ? std::max(0.0, now - scraped_at) : -1; }
 
   void AddPending(uint64_t seq, Seconds dispatched_at, double uncached_tokens);
-  void RemovePending(uint64_t seq);
+  // Drops a request from the awaiting-first-token queue; `first_token_at` (when it got
+  // its first token) tells when the requests behind it could start their prefill.
+  void RemovePending(uint64_t seq, std::optional<Seconds> first_token_at = std::nullopt);
   int awaiting_first_token() const { return static_cast<int>(pending_.size()); }
 
   QueueEstimate EstimateQueue(Seconds now, double stale_metrics_s) const;
@@ -73,6 +77,7 @@ class EndpointState {
     double uncached_tokens;
   };
   std::map<uint64_t, Pending> pending_;  // by dispatch order
+  Seconds head_free_at_ = -1e300;        // the queue's head started prefill no earlier than this
   int pending_at_scrape_ = 0;
   int in_flight_at_scrape_ = 0;
   double other_prompt_tokens_ = kPriorOtherPromptTokens;

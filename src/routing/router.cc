@@ -232,8 +232,14 @@ void Router::OnFirstToken(const std::string& request_id, Seconds now) {
   r.first_token = true;
   auto e = impl_->endpoints.find(r.endpoint);
   if (e == impl_->endpoints.end()) return;
-  e->second->RemovePending(r.seq);
-  e->second->predictor.Observe(r.features, now - r.dispatched_at);
+  e->second->RemovePending(r.seq, now);
+  // Endpoints of one pool serve one model on the same hardware: they share what is
+  // learned, so a few unlucky observations cannot make one replica look slow and starve
+  // it of the traffic that would correct it.
+  const EndpointInfo& info = e->second->info;
+  for (auto& [id, other] : impl_->endpoints)
+    if (other->info.pool == info.pool && other->info.model == info.model)
+      other->predictor.Observe(r.features, now - r.dispatched_at);
 }
 
 void Router::OnFinished(const std::string& request_id, const Usage& usage, Outcome outcome,

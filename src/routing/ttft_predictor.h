@@ -1,15 +1,28 @@
 // TtftPredictor: one endpoint's time-to-first-token model, learned online.
 //
-// Model (linear in parameters, fitted by recursive least squares with forgetting):
-//   TTFT = t0                                   fixed cost (HTTP, tokenization, first step)
-//        + c_prefill * (W_ahead + U) / 1000     prefill work queued ahead plus own (tokens)
-//        + c_attn * U * (C + U/2) / 32768 / 1000  attention over the context (tokens^2)
-//        + c_run * R                            decoding sequences sharing each step
+// Model: a fixed cost plus a prior-shaped cost scaled by one learned factor s (seconds):
+//   TTFT = t0 + s * [ c_prefill * (W_ahead + U) / 1000          prefill queued ahead + own
+//                   + c_attn * U * (C + U/2) / 32768 / 1000     attention over the context
+//                   + c_run * R ]                               decoding sequences
 // with W_ahead the uncached prompt tokens of requests queued ahead on the endpoint, U the
 // request's own uncached tokens, C its cached tokens and R running sequences. Times are
 // seconds, token counts tokens.
 //
-// Prior (used before any observation, and as the regulariser of the fit):
+// Why one factor, not a free linear fit: an earlier version fitted all four coefficients
+// by recursive least squares. Its features are nearly collinear in practice (one workload
+// has U ~ constant, so t0, c_prefill and c_attn trade off; R rises with queueing, so c_run
+// absorbed queue errors), and clamping coefficients after RLS updates made it diverge
+// (simulated 3 x l40s-27b-fp8, `independent` at 0.15 req/s: t0 -3.7 s, c_run 0.55 s per
+// sequence, predictions of 200 s for 7 s TTFTs). The shape of the cost is known from how
+// vLLM schedules (chunked prefill, FCFS); what varies between deployments is mostly the
+// speed, so that is what is learned: least squares of (TTFT - t0) on g, the prior cost
+// without t0, with forgetting factor 0.97 (memory ~30 observations), plus a
+// never-forgotten pseudo-observation g = y = 1 s (the prior, s = 1); s is clamped to
+// [0.05, 20]. t0 stays at its prior: the fixed cost is small next to prefill, and
+// learning it too made the fit noisier (measured: independent 0.15 req/s TTFT p90 9.2 s
+// against 7.8 s; multiturn 0.5 req/s 2.9 / 32 s against 1.9 / 27 s).
+//
+// Prior (the shape, and the speed before any observation):
 //   t0 = 0.05 s: HTTP, tokenization, scheduling and one forward step are tens of ms.
 //   c_prefill = 0.25 s per 1000 tokens (4000 tokens/s): a 70B model on 4 A100s at ~50%
 //     MFU prefills ~4.5k tokens/s (2*70e9 FLOP/token vs 4*312 TFLOP/s, A100 datasheet);
@@ -18,12 +31,11 @@
 //     (32 layers, d_model 4096) attention costs ~4*32*4096 FLOP per token pair vs
 //     2*8e9 per token for the weights, so they are even near 30k tokens of context.
 //   c_run = 0.002 s per running sequence (decode tokens take part of each step's budget).
-// Prior std devs (0.05, 0.25, 0.25, 0.005) against an observation noise of 0.05 s make
-// the prior worth about one observation; the forgetting factor 0.97 (memory ~30
-// observations) lets the fit follow load-dependent changes. No variance is inflated
-// past its prior (no wind-up when a feature stops varying), the per-token
-// coefficients are kept non-negative (more work never predicts a shorter TTFT), and
-// predictions are clamped to >= 0.
+//     Under chunked prefill each prefill step also pays a decode step (~30-40 ms on the
+//     simulated l40s-27b-fp8: 6.76 s for a 16k prompt idle, 7.10 s next to one decoding
+//     sequence); a per-step decode term (0.03 s per 2048-token step) was tried and made
+//     routing worse (independent 0.15 req/s p90 8.3 s against 7.8 s), so it is not used.
+// Predictions are >= t0 and monotone in every feature.
 //
 // Thread-safety: not thread-safe; owned by the Router.
 #pragma once
@@ -49,21 +61,29 @@ class TtftPredictor {
   static constexpr int kDim = 4;
   using Vec = std::array<double, kDim>;
 
-  TtftPredictor();
+  TtftPredictor() = default;
   TtftPrediction Predict(const TtftFeatures& f) const;
   // One observation: a request dispatched with features `f` had TTFT `observed_s`.
   void Observe(const TtftFeatures& f, double observed_s);
 
-  const Vec& coefficients() const { return theta_; }
+  // Effective {t0, c_prefill, c_attn, c_run} (the prior's, times the learned scale).
+  Vec coefficients() const;
+  // The learned speed factor s (1 = the prior; 2 = twice as slow).
+  double scale() const;
   int observations() const { return n_; }
 
   static Vec Features(const TtftFeatures& f);
   static Vec PriorCoefficients();
+  // The prior's cost of `f` without t0 (seconds): g in the model above.
+  static double PriorWork(const TtftFeatures& f);
+
+  static constexpr double kForgetting = 0.97;
+  static constexpr double kPriorWeight = 1.0;  // s^2: one observation of 1 s of work
+  static constexpr double kMinScale = 0.05, kMaxScale = 20;
 
  private:
-  Vec theta_;
-  std::array<Vec, kDim> p_;  // covariance (in units of the noise variance)
-  Vec p0_{};                 // prior variances (diagonal)
+  double sum_gy_ = kPriorWeight;  // decayed sums, prior included
+  double sum_gg_ = kPriorWeight;
   int n_ = 0;
 };
 

@@ -259,6 +259,15 @@ Result<boost::json::object> RunScenario(const Scenario& scenario, const RunPlan&
   for (size_t c = 0; c < scenario.conditions.size(); ++c)
     for (size_t s = 0; s < plan.strategies.size(); ++s)
       for (size_t t = 0; t < trials; ++t) jobs.push_back({c, s, t});
+  // Longest jobs first (requests per run), so the threads finish together.
+  auto cost = [&](const Job& j) {
+    const auto& sessions_of_run = sessions[j.condition][j.trial];
+    size_t n = 0;
+    for (const auto& session : sessions_of_run) n += session.turns.size();
+    return n;
+  };
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [&](const Job& a, const Job& b) { return cost(a) > cost(b); });
   std::vector<std::optional<Result<SimResult>>> out(jobs.size());
   std::atomic<size_t> next{0};
   auto worker = [&] {

@@ -70,7 +70,7 @@ struct SimOptions {
   double scrape_jitter_s = 0;               // each interval +- uniform jitter
   size_t block_chars = 128;                 // prefix-index block (gateway/config.h default)
   uint64_t seed = 1;                        // router tie-breaks and random, scrape phases, jitter
-  double time_limit_s = 1e6;                // virtual-time guard; sessions not done by then fail
+  double time_limit_s = 1e6;  // virtual-time guard: the run stops; unfinished turns unrecorded
 };
 
 // One request as the client and the gateway saw it.

@@ -87,14 +87,34 @@ TEST(Strategy, PrefixPrefersLargestMatchThenLeastLoad) {
   EXPECT_EQ(ChooseWith("prefix", fx.views), 0u);
 }
 
-TEST(Strategy, PredictedTtftPicksArgmin) {
+TEST(Strategy, PredictedTtftPicksArgminOfTtftPlusExtraWork) {
   Fixture fx(3);
+  // predicted TTFT (of which queue wait): own work 0.1, 0.2, 0.3 s.
   fx.views[0].predicted_ttft_s = 0.5;
+  fx.views[0].queue_wait_s = 0.4;
   fx.views[1].predicted_ttft_s = 0.2;
   fx.views[2].predicted_ttft_s = 0.3;
   std::vector<double> scores;
   EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 1u);
-  EXPECT_EQ(scores, (std::vector<double>{0.5, 0.2, 0.3}));
+  // Score = predicted TTFT + own work beyond the cheapest candidate's (0.1 s).
+  ASSERT_EQ(scores.size(), 3u);
+  EXPECT_DOUBLE_EQ(scores[0], 0.5);
+  EXPECT_DOUBLE_EQ(scores[1], 0.3);
+  EXPECT_DOUBLE_EQ(scores[2], 0.5);
+}
+
+TEST(Strategy, PredictedTtftKeepsAffinityUnlessTheWarmQueueIsLong) {
+  Fixture fx(2);
+  // Warm: 0.1 s of own work behind a 0.9 s queue; cold idle: 0.8 s of prefill. The cold
+  // one is predicted faster, but moving costs 0.7 s of extra prefill: stay warm.
+  fx.views[0].predicted_ttft_s = 1.0;
+  fx.views[0].queue_wait_s = 0.9;
+  fx.views[1].predicted_ttft_s = 0.8;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views), 0u);
+  // A queue longer than twice the extra work: the cold idle endpoint wins.
+  fx.views[0].predicted_ttft_s = 2.0;
+  fx.views[0].queue_wait_s = 1.9;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views), 1u);
 }
 
 TEST(Strategy, ArgMinBreaksTiesByTieBreakThenRandomly) {

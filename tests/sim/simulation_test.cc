@@ -179,7 +179,9 @@ TEST(SimulationTest, ClosedLoopKeepsConcurrencyAndMultiturnUsesReplies) {
     ASSERT_TRUE(q.record.ok());
     EXPECT_EQ(q.record.completion_tokens, workload::kMultiturnOutputTokens);
     // Later turns re-send the history: most of the prompt is a cache hit.
-    if (q.record.turn > 0) EXPECT_GT(q.record.cached_tokens, q.record.prompt_tokens / 2);
+    if (q.record.turn > 0) {
+      EXPECT_GT(q.record.cached_tokens, q.record.prompt_tokens / 2);
+    }
   }
 }
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# `make test`: every test. CTest (unit + loopback integration tests) first, then the
+# official openai/anthropic Python SDKs against a live gateway (tests/sdk/run.sh).
+# Ends with one plain line "tests: N passed, M failed" summing both, and exits non-zero
+# if anything failed.
+# Usage: scripts/run_tests.sh BUILD_DIR JOBS
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+JOBS=${2:-$(nproc)}
+LOG=$(mktemp)
+trap 'rm -f "$LOG"' EXIT
+
+(cd "$BUILD" && ctest --output-on-failure -j "$JOBS" --timeout 300) 2>&1 | tee "$LOG"
+ctest_rc=${PIPESTATUS[0]}
+ctest_total=$(sed -nE 's/.* tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\2/p' "$LOG" | tail -1)
+ctest_failed=$(sed -nE 's/.* tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1/p' "$LOG" | tail -1)
+ctest_total=${ctest_total:-0}
+ctest_failed=${ctest_failed:-0}
+if [[ $ctest_rc -ne 0 && $ctest_failed -eq 0 ]]; then ctest_failed=1; fi
+
+bash tests/sdk/run.sh "$BUILD/kinference" 2>&1 | tee "$LOG"
+sdk_rc=${PIPESTATUS[0]}
+sdk_passed=$(grep -oE '[0-9]+ passed' "$LOG" | tail -1 | grep -oE '[0-9]+' || true)
+sdk_failed=$(grep -oE '[0-9]+ (failed|error)' "$LOG" | tail -1 | grep -oE '[0-9]+' || true)
+sdk_passed=${sdk_passed:-0}
+sdk_failed=${sdk_failed:-0}
+if [[ $sdk_rc -ne 0 && $sdk_failed -eq 0 ]]; then sdk_failed=1; fi
+
+passed=$((ctest_total - ctest_failed + sdk_passed))
+failed=$((ctest_failed + sdk_failed))
+echo
+echo "tests: $passed passed, $failed failed"
+[[ $ctest_rc -eq 0 && $sdk_rc -eq 0 ]]

@@ -1,0 +1,187 @@
+// The replica side of the simulation (sim/runner.h): engines stepped on the virtual clock,
+// /metrics scrapes, and joins, leaves and restarts.
+#include <algorithm>
+
+#include "routing/strategy.h"
+#include "sim/runner.h"
+
+namespace kinference::sim::internal {
+namespace {
+
+bool SameHistogram(const engine::Histogram& a, const engine::Histogram& b) {
+  return a.count == b.count && a.sum == b.sum && a.counts == b.counts;
+}
+
+}  // namespace
+
+bool SameMetrics(const engine::EngineMetrics& a, const engine::EngineMetrics& b) {
+  return a.num_requests_running == b.num_requests_running &&
+         a.num_requests_waiting == b.num_requests_waiting &&
+         a.kv_cache_usage_perc == b.kv_cache_usage_perc &&
+         a.prefix_cache_queries_total == b.prefix_cache_queries_total &&
+         a.prefix_cache_hits_total == b.prefix_cache_hits_total &&
+         a.prompt_tokens_total == b.prompt_tokens_total &&
+         a.generation_tokens_total == b.generation_tokens_total &&
+         a.num_preemptions_total == b.num_preemptions_total &&
+         a.request_success_total == b.request_success_total &&
+         a.request_success_stop == b.request_success_stop &&
+         a.request_success_length == b.request_success_length &&
+         a.request_success_abort == b.request_success_abort &&
+         SameHistogram(a.time_to_first_token_seconds, b.time_to_first_token_seconds) &&
+         SameHistogram(a.inter_token_latency_seconds, b.inter_token_latency_seconds) &&
+         SameHistogram(a.e2e_request_latency_seconds, b.e2e_request_latency_seconds) &&
+         SameHistogram(a.request_queue_time_seconds, b.request_queue_time_seconds);
+}
+
+double Runner::Uniform() {
+  return static_cast<double>(routing::SplitMix64(rng_) >> 11) * 0x1.0p-53;
+}
+
+void Runner::Join(size_t i) {
+  Replica& rep = replicas_[i];
+  rep.engine = std::make_unique<engine::Engine>(rep.spec.profile);
+  rep.up = true;
+  rep.in_router = true;
+  router_.AddEndpoint(routing::EndpointInfo{rep.spec.id, model_, rep.spec.pool}, now_);
+  // Scrapers start at a random phase within one interval, as independent pollers do.
+  q_.Push(now_ + Uniform() * o_.scrape_interval_s, EventKind::kScrape, i);
+}
+
+void Runner::RestartBegin(size_t k, double L) {
+  auto it = std::find_if(replicas_.begin(), replicas_.end(),
+                         [&](const Replica& r) { return r.spec.id == o_.restarts[k].replica; });
+  if (it == replicas_.end() || !it->up) return;
+  Replica& rep = *it;
+  router_.SetHealthy(rep.spec.id, false);
+  // The process dies: everything on it fails; the gateway sees the connections drop.
+  std::vector<size_t> lost(rep.on_engine.begin(), rep.on_engine.end());
+  std::sort(lost.begin(), lost.end());
+  for (size_t r : lost) {
+    reqs_[r].error = "replica restarted";
+    by_engine_id_.erase(reqs_[r].id);
+    q_.Push(now_ + L, EventKind::kGatewayFinished, r, 0);
+  }
+  rep.on_engine.clear();
+  rep.engine.reset();
+  rep.up = false;
+  rep.busy = false;
+  rep.next_wake = kNever;
+  ++rep.epoch;
+  q_.Push(now_ + o_.restarts[k].downtime_s, EventKind::kRestartDone, k);
+}
+
+void Runner::RestartEnd(size_t k) {
+  auto it = std::find_if(replicas_.begin(), replicas_.end(),
+                         [&](const Replica& r) { return r.spec.id == o_.restarts[k].replica; });
+  if (it == replicas_.end() || it->up) return;
+  it->engine = std::make_unique<engine::Engine>(it->spec.profile);
+  it->last_metrics.reset();
+  it->up = true;
+  router_.ResetEndpoint(it->spec.id);
+  router_.SetHealthy(it->spec.id, true);
+}
+
+void Runner::EngineArrive(size_t idx, double L) {
+  Req& r = reqs_[idx];
+  Replica& rep = replicas_[r.replica];
+  if (!rep.up || rep.epoch != r.epoch) {
+    r.error = "connection refused: replica down";
+    q_.Push(now_ + L, EventKind::kGatewayFinished, idx, 0);
+    return;
+  }
+  engine::EngineRequest er;
+  er.id = r.id;
+  er.prompt = std::move(r.prompt);
+  er.max_tokens = r.max_tokens;
+  er.ignore_eos = true;  // as the bench client sends (bench/driver.h)
+  er.seed = r.seed;
+  er.arrival = now_;
+  r.prompt = {};
+  Status st = rep.engine->AddRequest(std::move(er));
+  if (!st.ok()) {
+    r.error = st.message();
+    q_.Push(now_ + L, EventKind::kGatewayFinished, idx, 0);
+    return;
+  }
+  rep.on_engine.insert(idx);
+  by_engine_id_[r.id] = idx;
+  Kick(static_cast<size_t>(r.replica));
+}
+
+// Plans the replica's next step if it is idle; sleeps until a front-end delay ends.
+void Runner::Kick(size_t i) {
+  Replica& rep = replicas_[i];
+  if (rep.busy || !rep.up) return;
+  if (auto d = rep.engine->PlanStep(now_)) {
+    rep.busy = true;
+    q_.Push(now_ + *d, EventKind::kStepEnd, i, rep.epoch);
+    return;
+  }
+  if (!rep.engine->HasWork()) return;
+  auto ready = rep.engine->NextReadyTime();
+  if (ready && *ready < rep.next_wake) {
+    rep.next_wake = *ready;
+    q_.Push(std::max(*ready, now_), EventKind::kWake, i, rep.epoch);
+  }
+}
+
+void Runner::StepEnd(size_t i, uint64_t epoch, double L) {
+  Replica& rep = replicas_[i];
+  if (rep.epoch != epoch || !rep.up) return;
+  rep.busy = false;
+  engine::StepOutput out = rep.engine->CompleteStep();
+  for (auto& t : out.tokens) {
+    auto it = by_engine_id_.find(t.request_id);
+    if (it == by_engine_id_.end()) continue;
+    Req& r = reqs_[it->second];
+    r.reply += t.text;
+    if (t.index == 0) {
+      r.first_token_gw = now_ + L;
+      q_.Push(now_ + L, EventKind::kGatewayFirstToken, it->second);
+    } else {
+      r.itl.push_back(now_ - r.last_token);
+    }
+    r.last_token = now_;
+  }
+  for (const auto& f : out.finished) {
+    auto it = by_engine_id_.find(f.request_id);
+    if (it == by_engine_id_.end()) continue;
+    size_t idx = it->second;
+    Req& r = reqs_[idx];
+    by_engine_id_.erase(it);
+    rep.on_engine.erase(idx);
+    r.usage = routing::Usage{f.prompt_tokens, f.cached_tokens, f.completion_tokens};
+    bool ok = f.reason != engine::FinishReason::kAbort;
+    if (!ok) r.error = "aborted";
+    q_.Push(now_ + L, EventKind::kGatewayFinished, idx, ok ? 1 : 0);
+  }
+  Kick(i);
+}
+
+void Runner::Scrape(size_t i, double L) {
+  Replica& rep = replicas_[i];
+  if (!rep.in_router) return;  // left: the scraper stops
+  if (rep.up) {
+    // The router gets only what /metrics says: render, then parse, like the gateway.
+    const engine::EngineMetrics& m = rep.engine->metrics();
+    bool fresh = true;
+    if (!rep.last_metrics || !SameMetrics(*rep.last_metrics, m)) {
+      std::string text = engine::RenderPrometheus(m, rep.spec.profile, model_, "0");
+      auto snap = routing::ParsePrometheusText(text, model_);
+      fresh = snap.ok();
+      if (fresh) {
+        rep.last_metrics = m;
+        rep.last_snapshot = std::move(*snap);
+      }
+    }
+    if (fresh) {
+      uint64_t key = next_snapshot_++;
+      snapshots_.emplace(key, PendingSnapshot{i, rep.epoch, rep.last_snapshot, now_});
+      q_.Push(now_ + L, EventKind::kDeliverMetrics, key);
+    }
+  }
+  double next = o_.scrape_interval_s + (2 * Uniform() - 1) * o_.scrape_jitter_s;
+  q_.Push(now_ + std::max(1e-3, next), EventKind::kScrape, i);
+}
+
+}  // namespace kinference::sim::internal

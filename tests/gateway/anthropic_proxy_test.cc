@@ -1,0 +1,175 @@
+// POST /v1/messages through the gateway's request path against in-process fake vLLM
+// upstreams: the upstream sees the equivalent chat completion, the client sees the
+// Anthropic message / event stream, and failures answer in Anthropic's error shape.
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <boost/json.hpp>
+#include <future>
+#include <optional>
+#include <thread>
+
+#include "fake_upstream.h"
+#include "gateway/gateway.h"
+#include "http/client.h"
+#include "http/sse.h"
+
+namespace kinference::gateway {
+namespace {
+
+namespace json = boost::json;
+using testing::BreakingUpstream;
+using testing::DeadPort;
+using testing::FakeMode;
+using testing::FakeUpstream;
+
+const std::string kMessage =
+    R"({"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hello"}]})";
+const std::string kStreamMessage =
+    R"({"model":"m","max_tokens":16,"stream":true,"messages":[{"role":"user","content":"hello"}]})";
+
+class AnthropicProxyTest : public ::testing::Test {
+ protected:
+  static std::string Url(uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
+
+  void StartGateway(std::vector<std::string> urls) {
+    GatewayConfig c;
+    c.listen_port = 0;
+    c.max_body_bytes = 1 << 20;
+    c.scrape_interval_s = 0.2;
+    PoolConfig pool{"p", "m", {}};
+    for (const auto& u : urls) pool.endpoints.push_back(ParseEndpointUrl(u, "test"));
+    c.pools.push_back(pool);
+    gateway_ = std::make_unique<Gateway>(io_, c);
+    auto port = gateway_->Start();
+    ASSERT_TRUE(port.ok()) << port.status().message();
+    port_ = *port;
+    thread_ = std::thread([this] { io_.run(); });
+  }
+
+  void TearDown() override {
+    std::promise<void> stopped;
+    if (thread_.joinable()) {
+      boost::asio::post(io_, [&] {
+        if (gateway_) gateway_->Stop();
+        for (auto& f : fakes_) f->Stop();
+        stopped.set_value();
+      });
+      stopped.get_future().wait();
+    }
+    work_.reset();
+    io_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  http::Response Post(std::string body, std::string path = "/v1/messages") {
+    http::ClientRequest r;
+    r.method = "POST";
+    r.port = port_;
+    r.target = std::move(path);
+    r.body = std::move(body);
+    r.header_timeout_s = 30;  // hang guard only
+    auto res = http::FetchSync(r);
+    EXPECT_TRUE(res.ok()) << res.status().message();
+    return res.ok() ? *res : http::Response{};
+  }
+
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_{
+      io_.get_executor()};
+  std::vector<std::unique_ptr<FakeUpstream>> fakes_;
+  std::unique_ptr<Gateway> gateway_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+// (event, data) pairs of an SSE body.
+std::vector<std::pair<std::string, json::value>> Events(const std::string& body) {
+  std::vector<std::pair<std::string, json::value>> out;
+  http::SseParser p;
+  p.Feed(body, [&](const http::SseEvent& ev) { out.emplace_back(ev.event, json::parse(ev.data)); });
+  return out;
+}
+
+TEST_F(AnthropicProxyTest, NonStreamedMessage) {
+  fakes_.push_back(std::make_unique<FakeUpstream>(io_, FakeMode::kOk));
+  StartGateway({Url(fakes_[0]->port())});
+  auto r = Post(kMessage);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_FALSE(r.headers.Find("x-kinference-endpoint").empty());
+  auto m = json::parse(r.body);
+  EXPECT_EQ(m.at("type"), "message");
+  EXPECT_EQ(m.at("model"), "m");
+  EXPECT_EQ(m.at("content").at(0).at("type"), "text");
+  // The upstream got the equivalent chat completion.
+  auto sent = json::parse(fakes_[0]->bodies().at(0));
+  EXPECT_EQ(sent.at("messages"), json::parse(R"([{"role":"user","content":"hello"}])"));
+  EXPECT_EQ(sent.at("max_tokens"), 16);
+}
+
+TEST_F(AnthropicProxyTest, StreamedMessageEndsWithMessageStop) {
+  fakes_.push_back(std::make_unique<FakeUpstream>(io_, FakeMode::kOk));
+  StartGateway({Url(fakes_[0]->port())});
+  auto r = Post(kStreamMessage);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers.Find("content-type"), "text/event-stream");
+  auto ev = Events(r.body);
+  ASSERT_GE(ev.size(), 6u) << r.body;
+  EXPECT_EQ(ev.front().first, "message_start");
+  EXPECT_EQ(ev[ev.size() - 2].first, "message_delta");
+  EXPECT_EQ(ev.back().first, "message_stop");
+  EXPECT_GT(ev[ev.size() - 2].second.at("usage").at("output_tokens").as_int64(), 0);
+  auto sent = json::parse(fakes_[0]->bodies().at(0));
+  EXPECT_EQ(sent.at("stream_options").at("include_usage"), true);
+}
+
+TEST_F(AnthropicProxyTest, FailureAfterFirstByteEndsStreamWithErrorEvent) {
+  BreakingUpstream breaking;
+  StartGateway({Url(breaking.port())});
+  auto r = Post(kStreamMessage);
+  EXPECT_EQ(r.status, 200);
+  auto ev = Events(r.body);
+  ASSERT_FALSE(ev.empty()) << r.body;
+  EXPECT_EQ(ev.front().first, "message_start");
+  EXPECT_EQ(ev.back().first, "error");
+  EXPECT_EQ(ev.back().second.at("type"), "error");
+  EXPECT_EQ(ev.back().second.at("error").at("type"), "api_error");
+  for (const auto& [name, _] : ev) EXPECT_NE(name, "message_stop");
+}
+
+TEST_F(AnthropicProxyTest, ErrorsInAnthropicShape) {
+  StartGateway({Url(DeadPort())});
+  auto no_capacity = Post(kMessage);
+  EXPECT_EQ(no_capacity.status, 529);
+  EXPECT_EQ(json::parse(no_capacity.body).at("error").at("type"), "overloaded_error");
+  auto bad = Post("{\"model\": [");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(json::parse(bad.body),
+            json::parse(R"({"type":"error","error":{"type":"invalid_request_error",
+                "message":"Invalid JSON in request body: incomplete JSON"}})"));
+  auto unknown =
+      Post(R"({"model":"nope","max_tokens":4,"messages":[{"role":"user","content":"x"}]})");
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(json::parse(unknown.body).at("error").at("type"), "not_found_error");
+  auto no_max = Post(R"({"model":"m","messages":[{"role":"user","content":"x"}]})");
+  EXPECT_EQ(no_max.status, 400);
+  EXPECT_EQ(json::parse(no_max.body).at("error").at("message"), "max_tokens: Field required");
+  // The OpenAI routes keep their own error shape.
+  auto openai = Post(R"({"model":"nope","messages":[]})", "/v1/chat/completions");
+  EXPECT_EQ(openai.status, 404);
+  EXPECT_TRUE(json::parse(openai.body).at("error").at("param").is_string());
+}
+
+TEST_F(AnthropicProxyTest, UpstreamServerErrorIsRetriedThenRelayedInAnthropicShape) {
+  fakes_.push_back(std::make_unique<FakeUpstream>(io_, FakeMode::kFail500));
+  fakes_.push_back(std::make_unique<FakeUpstream>(io_, FakeMode::kFail500));
+  StartGateway({Url(fakes_[0]->port()), Url(fakes_[1]->port())});
+  auto r = Post(kMessage);
+  EXPECT_EQ(r.status, 500);
+  EXPECT_EQ(json::parse(r.body).at("type"), "error");
+  EXPECT_EQ(json::parse(r.body).at("error").at("type"), "api_error");
+  EXPECT_EQ(fakes_[0]->requests() + fakes_[1]->requests(), 2);
+}
+
+}  // namespace
+}  // namespace kinference::gateway
