@@ -5,6 +5,7 @@
 #include "bench/cli.h"
 #include "enginesim/cli.h"
 #include "gateway/cli.h"
+#include "policy/cli.h"
 #include "sim/cli.h"
 
 int main(int argc, char** argv) {
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   kinference::enginesim::RegisterCommand(app);
   kinference::sim::RegisterCommand(app);
   kinference::bench::RegisterCommand(app);
+  kinference::policy::RegisterCommand(app);
   CLI11_PARSE(app, argc, argv);
   return kinference::ExitCode();
 }

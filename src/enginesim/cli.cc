@@ -87,6 +87,9 @@ void RegisterCommand(CLI::App& app) {
   cmd->add_option("--engine-label", cli->server.engine_label,
                   "Value of the `engine` label on /metrics")
       ->capture_default_str();
+  cmd->add_option("--tls-cert", cli->server.tls_cert_file,
+                  "Serve HTTPS with this PEM certificate chain (with --tls-key)");
+  cmd->add_option("--tls-key", cli->server.tls_key_file, "PEM private key for --tls-cert");
   cmd->callback([cli] { SetExitCode(Run(*cli)); });
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "engine/chat_template.h"
+#include "http/json_body.h"
 
 namespace kinference::enginesim {
 
@@ -20,7 +21,7 @@ Status Invalid(std::string message, std::string param = {}) {
 
 Result<json::object> ParseObject(std::string_view body) {
   boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
+  json::value v = http::ParseJsonBody(body, ec);
   if (ec) return Invalid("Invalid JSON in request body: " + ec.message());
   if (!v.is_object()) return Invalid("Request body must be a JSON object");
   return std::move(v.as_object());

@@ -30,7 +30,11 @@ EngineSimServer::EngineSimServer(asio::io_context& io, EngineSimOptions options,
       options_(std::move(options)),
       engine_(profile),
       clock_(options_.time_scale),
-      server_(io, http::ServerOptions{options_.host, options_.port, options_.max_body_bytes}),
+      server_(io, http::ServerOptions{.address = options_.host,
+                                      .port = options_.port,
+                                      .max_body_bytes = options_.max_body_bytes,
+                                      .tls_cert_file = options_.tls_cert_file,
+                                      .tls_key_file = options_.tls_key_file}),
       timer_(io) {
   if (options_.served_model_name.empty()) options_.served_model_name = profile.model_name;
   id_salt_ = std::random_device{}();

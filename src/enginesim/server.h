@@ -33,6 +33,10 @@ struct EngineSimOptions {
   double time_scale = 1.0;        // K > 0
   size_t max_body_bytes = 32 * 1024 * 1024;
   std::string engine_label = "0";  // `engine` label of the metrics
+  // Serve HTTPS with these PEM files (both set), e.g. to play an external provider in
+  // tests (`--tls-cert/--tls-key`).
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class EngineSimServer {

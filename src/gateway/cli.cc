@@ -14,7 +14,7 @@
 namespace kinference::gateway {
 namespace {
 
-int Run(const std::string& config_path) {
+int Run(const std::string& config_path, double drain_timeout_s) {
   // Logs go to stderr; stdout carries only the "listening" line that tools wait for.
   spdlog::set_default_logger(spdlog::stderr_color_mt("gateway"));
   GatewayConfig config;
@@ -39,12 +39,23 @@ int Run(const std::string& config_path) {
     return 1;
   }
   std::cout << "gateway listening on " << config.listen_address << ":" << *port << std::endl;
+  // First SIGTERM/SIGINT: graceful drain (Kubernetes sends SIGTERM, then SIGKILL after
+  // terminationGracePeriodSeconds, default 30 s); a second signal exits at once.
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  auto exit_now = [&] {
+    signals.cancel();
+    io.stop();
+  };
   signals.async_wait([&](const boost::system::error_code& ec, int) {
     if (ec) return;
-    spdlog::info("gateway: shutting down");
-    gateway->Stop();
-    io.stop();
+    spdlog::info("gateway: draining (up to {} s); signal again to exit at once", drain_timeout_s);
+    signals.async_wait([&](const boost::system::error_code& ec2, int) {
+      if (ec2) return;
+      spdlog::info("gateway: second signal; exiting");
+      gateway->Stop();
+      exit_now();
+    });
+    gateway->Drain(drain_timeout_s, exit_now);
   });
   io.run();
   return 0;
@@ -55,8 +66,14 @@ int Run(const std::string& config_path) {
 void RegisterCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("gateway", "OpenAI-compatible gateway routing to vLLM pools");
   auto path = std::make_shared<std::string>();
+  // 30 s: Kubernetes' default terminationGracePeriodSeconds.
+  auto drain_timeout_s = std::make_shared<double>(30.0);
   cmd->add_option("--config", *path, "gateway YAML config (see examples/gateway.yaml)")->required();
-  cmd->callback([path] { SetExitCode(Run(*path)); });
+  cmd->add_option("--drain-timeout-s", *drain_timeout_s,
+                  "on SIGTERM/SIGINT, seconds to let in-flight requests finish before exiting")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->callback([path, drain_timeout_s] { SetExitCode(Run(*path, *drain_timeout_s)); });
 }
 
 }  // namespace kinference::gateway

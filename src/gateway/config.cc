@@ -92,7 +92,7 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text) {
   if (!root.IsMap()) throw ConfigError("gateway config: expected a map at the top level");
   CheckKeys(root, "",
             {"listen", "strategy", "scrape_interval_s", "time_scale", "request_timeout_s",
-             "max_body_bytes", "block_chars", "pools"});
+             "max_body_bytes", "block_chars", "pools", "tenants", "providers"});
   GatewayConfig c;
   if (const auto listen = root["listen"]) {
     if (!listen.IsMap()) Fail("listen", "expected a map with address, port");
@@ -120,7 +120,10 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text) {
     if (v <= 0) Fail("block_chars", "must be > 0");
     c.block_chars = static_cast<size_t>(v);
   }
+  if (root["tenants"]) c.tenants = ParseTenantsConfig(root["tenants"], "tenants");
+  if (root["providers"]) c.providers = ParseProvidersConfig(root["providers"]);
   const YAML::Node pools = root["pools"];
+  if (!c.providers.empty() && (!pools || (pools.IsSequence() && pools.size() == 0))) return c;
   if (!pools || !pools.IsSequence() || pools.size() == 0)
     Fail("pools", "expected a non-empty list of pools");
   std::set<std::string> names;

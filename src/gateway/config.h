@@ -11,6 +11,9 @@
 //   block_chars: 128                            # prefix-index block size (characters)
 //   pools:
 //     - {name: a, model: m, endpoints: ["http://127.0.0.1:8001", ...]}
+//   tenants: {...}                              # API-key tenants (gateway/tenants.h)
+//   providers: [...]                            # external providers (gateway/provider.h)
+// `pools` may be empty or absent when `providers` is given.
 // Times are model seconds: with time_scale K (endpoints running engine-sim --time-scale K)
 // timers fire after t / K real seconds, so a K-times-faster run behaves like a real
 // deployment at 1x. Several pools may serve the same or different models. Unknown keys are errors
@@ -28,6 +31,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "gateway/provider.h"
+#include "gateway/tenants.h"
 
 namespace kinference::gateway {
 
@@ -58,6 +64,8 @@ struct GatewayConfig {
   // Matches RouterConfig's default block size.
   size_t block_chars = 128;
   std::vector<PoolConfig> pools;
+  TenantsConfig tenants;  // enabled == false: every request is tenant "default"
+  std::vector<ProviderConfig> providers;
 };
 
 class ConfigError : public std::runtime_error {

@@ -1,5 +1,7 @@
 #include "gateway/context.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 namespace kinference::gateway {
@@ -34,6 +36,48 @@ GatewayContext::GatewayContext(GatewayConfig cfg, boost::asio::any_io_executor e
       endpoints.push_back(std::move(ep));
     }
   }
+  for (size_t i = 0; i < config.providers.size(); ++i) {
+    const ProviderConfig& p = config.providers[i];
+    Endpoint ep;
+    ep.info = routing::EndpointInfo{"provider/" + p.name, p.serves_model, p.name};
+    ep.address = EndpointAddress{p.base_url, p.host, p.port};
+    ep.provider = &p;
+    ep.api_key = LoadProviderApiKey(p, "providers[" + std::to_string(i) + "]");
+    ep.breaker.emplace(p.breaker_failures, p.breaker_cooldown_s);
+    router.AddEndpoint(ep.info, clock.Now());
+    stats.SetEndpointHealthy(ep.info.id, true);
+    endpoints.push_back(std::move(ep));
+  }
+}
+
+Endpoint* GatewayContext::FindMutable(const std::string& id) {
+  for (auto& ep : endpoints)
+    if (ep.info.id == id) return &ep;
+  return nullptr;
+}
+
+void GatewayContext::OnUpstreamResult(const std::string& id, bool ok) {
+  Endpoint* ep = FindMutable(id);
+  if (!ep || !ep->breaker) return;
+  if (ok) return ep->breaker->OnSuccess();
+  if (ep->breaker->OnFailure(clock.Now())) {
+    spdlog::warn("provider {}: circuit breaker open after {} consecutive failures", ep->info.id,
+                 ep->breaker->consecutive_failures());
+    ep->healthy = false;
+    router.SetHealthy(id, false);
+    stats.SetEndpointHealthy(id, false);
+  }
+}
+
+void GatewayContext::RefreshBreakers() {
+  Seconds now = clock.Now();
+  for (auto& ep : endpoints) {
+    if (!ep.breaker || !ep.breaker->MaybeClose(now)) continue;
+    spdlog::info("provider {}: cool-down over; trying it again", ep.info.id);
+    ep.healthy = true;
+    router.SetHealthy(ep.info.id, true);
+    stats.SetEndpointHealthy(ep.info.id, true);
+  }
 }
 
 const Endpoint* GatewayContext::Find(const std::string& id) const {
@@ -45,6 +89,8 @@ const Endpoint* GatewayContext::Find(const std::string& id) const {
 bool GatewayContext::ServesModel(const std::string& model) const {
   for (const auto& pool : config.pools)
     if (pool.model == model) return true;
+  for (const auto& p : config.providers)
+    if (p.serves_model == model) return true;
   return false;
 }
 
@@ -60,6 +106,9 @@ std::vector<std::string> GatewayContext::Models() const {
   for (const auto& pool : config.pools)
     if (std::find(models.begin(), models.end(), pool.model) == models.end())
       models.push_back(pool.model);
+  for (const auto& p : config.providers)
+    if (std::find(models.begin(), models.end(), p.serves_model) == models.end())
+      models.push_back(p.serves_model);
   return models;
 }
 

@@ -8,11 +8,13 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
 #include "gateway/config.h"
+#include "gateway/provider.h"
 #include "gateway/stats.h"
 #include "routing/router.h"
 
@@ -27,6 +29,11 @@ struct Endpoint {
   int consecutive_failures = 0;
   bool healthy = true;
   bool scrape_in_flight = false;
+  // Providers (gateway/provider.h): class "provider", id "provider/<name>", never scraped.
+  const ProviderConfig* provider = nullptr;  // into GatewayContext::config.providers
+  std::string api_key;                       // the provider's; never logged
+  std::optional<CircuitBreaker> breaker;
+  const char* endpoint_class() const { return provider ? "provider" : "local"; }
 };
 
 struct GatewayContext {
@@ -42,6 +49,11 @@ struct GatewayContext {
   uint64_t next_request_id = 1;
 
   const Endpoint* Find(const std::string& id) const;
+  Endpoint* FindMutable(const std::string& id);
+  // Provider circuit breakers: an upstream result for endpoint `id` (no-op for local
+  // endpoints), and closing breakers whose cool-down ended (half-open).
+  void OnUpstreamResult(const std::string& id, bool ok);
+  void RefreshBreakers();
   bool ServesModel(const std::string& model) const;
   // Ids of every endpoint serving `model`, in config order.
   std::vector<routing::EndpointId> EndpointsFor(const std::string& model) const;

@@ -1,5 +1,8 @@
 #include "gateway/gateway.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <chrono>
@@ -37,7 +40,9 @@ Result<uint16_t> Gateway::Start() {
   const auto created = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
-  server_->Route("GET", "/v1/models", [ctx, created](http::Request, auto w) {
+  server_->Route("GET", "/v1/models", [ctx, created](http::Request r, auto w) {
+    auto tenant = Identify(ctx->config.tenants, r.headers, ApiFront::kOpenAi);
+    if (!tenant.ok()) return http::SendOpenAiError(*w, tenant.status());
     json::array data;
     for (const auto& m : ctx->Models()) {
       data.push_back(json::object{
@@ -64,7 +69,51 @@ Result<uint16_t> Gateway::Start() {
   return port;
 }
 
+void Gateway::Drain(double grace_s, std::function<void()> done) {
+  if (draining_) {  // a second request (signal): stop at once
+    if (done) drain_done_ = std::move(done);
+    return FinishDrain();
+  }
+  draining_ = true;
+  drain_done_ = std::move(done);
+  if (server_) server_->StopAccepting();
+  spdlog::info("gateway: draining {} in-flight request(s), grace {} s", ActiveRequests(), grace_s);
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(std::max(0.0, grace_s)));
+  drain_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
+  PollDrain(deadline);
+}
+
+// Checks every kDrainPoll whether in-flight requests are done; polling keeps the HTTP
+// server free of completion callbacks (20 ms is our choice: far below any grace period).
+void Gateway::PollDrain(std::chrono::steady_clock::time_point deadline) {
+  constexpr auto kDrainPoll = std::chrono::milliseconds(20);
+  if (ActiveRequests() == 0 || std::chrono::steady_clock::now() >= deadline) {
+    return FinishDrain();
+  }
+  drain_timer_->expires_after(kDrainPoll);
+  drain_timer_->async_wait([this, deadline](const boost::system::error_code& ec) {
+    if (!ec) PollDrain(deadline);
+  });
+}
+
+void Gateway::FinishDrain() {
+  if (drain_timer_) drain_timer_->cancel();
+  size_t left = ActiveRequests();
+  if (left > 0) spdlog::warn("gateway: drain ended; aborting {} request(s)", left);
+  Stop();
+  if (auto done = std::move(drain_done_)) {
+    drain_done_ = nullptr;
+    done();
+  }
+}
+
+size_t Gateway::ActiveRequests() const { return server_ ? server_->ActiveRequests() : 0; }
+
 void Gateway::Stop() {
+  if (drain_timer_) drain_timer_->cancel();
+  drain_done_ = nullptr;
   if (scraper_) scraper_->Stop();
   if (server_) server_->Stop();
 }

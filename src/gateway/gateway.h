@@ -2,15 +2,23 @@
 // each completion request to the vLLM endpoint the routing core picks (see proxy.h),
 // scrapes endpoints' /metrics (scraper.h) and exports its own stats (stats.h).
 //
-// Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models (configured
-// models, OpenAI list shape), GET /health (200 with the healthy endpoint count; 503 when
-// none is healthy), GET /metrics (Prometheus text).
+// Routes: POST /v1/chat/completions, POST /v1/completions, POST /v1/messages (Anthropic
+// Messages API, translated to a chat completion; see anthropic/handler.h), GET /v1/models
+// (configured models, OpenAI list shape), GET /health (200 with the healthy endpoint count; 503
+// when none is healthy), GET /metrics (Prometheus text).
 //
-// Thread-safety: construct, Start and Stop on the thread that runs the io_context; the
-// gateway runs everything on that one thread.
+// Graceful drain (Drain; SIGTERM/SIGINT in cli.cc, for Kubernetes rolling updates): new
+// connections are refused at once, in-flight requests finish, new requests on kept-alive
+// connections get 503; when none remain, or after the grace period, the gateway stops
+// (hard-closing what is left) and calls `done`.
+//
+// Thread-safety: construct, Start, Drain and Stop on the thread that runs the io_context;
+// the gateway runs everything on that one thread.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
 #include <memory>
 
 #include "common/status.h"
@@ -32,6 +40,12 @@ class Gateway {
   ~Gateway();
   // Binds, starts serving and scraping; returns the bound port. Errors: kUnavailable.
   Result<uint16_t> Start();
+  // Starts a graceful drain (see above); `grace_s` is real seconds (<= 0: stop at once).
+  // `done` runs once, on the io_context thread, after the gateway has stopped. A second
+  // call, or Stop(), ends the drain early (Stop: without calling `done`).
+  void Drain(double grace_s, std::function<void()> done);
+  // Requests in flight (dispatched, response not finished).
+  size_t ActiveRequests() const;
   void Stop();
 
  private:
@@ -39,6 +53,12 @@ class Gateway {
   std::shared_ptr<GatewayContext> ctx_;
   std::unique_ptr<http::Server> server_;
   std::shared_ptr<Scraper> scraper_;
+  std::unique_ptr<boost::asio::steady_timer> drain_timer_;
+  std::function<void()> drain_done_;
+  bool draining_ = false;
+
+  void PollDrain(std::chrono::steady_clock::time_point deadline);
+  void FinishDrain();
 };
 
 }  // namespace kinference::gateway

@@ -16,7 +16,6 @@ namespace {
 // Connect timeout (real seconds) for upstream calls: loopback and in-cluster connects
 // take well under a second; a longer wait means the endpoint is down.
 constexpr double kConnectTimeoutS = 3.0;
-const char* kTenant = "default";
 
 class Exchange : public std::enable_shared_from_this<Exchange> {
  public:
@@ -44,10 +43,16 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
  private:
   void Attempt() {
+    ctx_->RefreshBreakers();
     std::vector<routing::EndpointId> candidates = ctx_->EndpointsFor(req_.model);
     std::erase_if(candidates, [&](const auto& id) {
       return std::find(tried_.begin(), tried_.end(), id) != tried_.end();
     });
+    // A provider retrying with no other endpoint for the model retries on itself.
+    if (candidates.empty() && !tried_.empty()) {
+      const Endpoint* last = ctx_->Find(tried_.back());
+      if (last && last->provider) candidates.push_back(last->info.id);
+    }
     Seconds now = ctx_->clock.Now();
     if (candidates.empty()) {
       return FailBeforeResponse(Status(ErrorCode::kUnavailable, last_error_), "none");
@@ -77,7 +82,18 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     call.target = path_;
     call.body = upstream_body_;
     call.headers.Add("x-request-id", features_.request_id);
-    const double timeout_s = ctx_->config.RealSeconds(ctx_->config.request_timeout_s);
+    double timeout_model_s = ctx_->config.request_timeout_s;
+    if (const ProviderConfig* p = ep->provider) {
+      call.target = ProviderTarget(*p, path_);
+      ParsedRequest rewritten = req_;
+      rewritten.body["model"] = p->model;
+      call.body = UpstreamBody(rewritten);
+      call.headers.Add("authorization", "Bearer " + ep->api_key);
+      call.tls = p->tls;
+      call.ca_file = p->ca_file;
+      if (p->timeout_s > 0) timeout_model_s = p->timeout_s;
+    }
+    const double timeout_s = ctx_->config.RealSeconds(timeout_model_s);
     call.connect_timeout_s = std::min(kConnectTimeoutS, timeout_s);
     call.header_timeout_s = timeout_s;
     call.idle_timeout_s = timeout_s;
@@ -94,18 +110,25 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     if (finished_) return;
     upstream_status_ = status;
     upstream_content_type_ = std::string(headers.Find("content-type"));
-    if (status >= 500 && tried_.empty()) {
+    if (status >= 500 && CanRetry()) {
       retry_pending_ = true;  // discard the error body, retry when it completes
       return;
     }
-    if (req_.stream && status == 200) {
-      writer_->StartStream(200, "text/event-stream", RoutedHeaders());
-      response_started_ = true;
-    }
+    // The client's 200 + SSE head waits for the first body byte: vLLM sends its headers
+    // at once, so a replica dying before the first token is still retried (OnComplete).
+    stream_pending_ = req_.stream && status == 200;
+  }
+
+  // Sends the held 200 + SSE head: the upstream's first body byte (or its end) arrived.
+  void StartClientStream() {
+    stream_pending_ = false;
+    response_started_ = true;
+    writer_->StartStream(200, "text/event-stream", RoutedHeaders());
   }
 
   void OnData(std::string_view data) {
     if (finished_ || retry_pending_) return;
+    if (stream_pending_ && !data.empty()) StartClientStream();
     if (!response_started_) {
       body_.append(data);
       return;
@@ -143,15 +166,22 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     if (finished_) return;
     bool connect_failure =
         !status.ok() && upstream_status_ == 0 && status.code() == ErrorCode::kUnavailable;
-    if ((retry_pending_ || connect_failure) && tried_.empty()) {
+    // 200 + SSE head, then the connection failed before any body byte.
+    bool dropped_before_body = !status.ok() && stream_pending_ &&
+                               status.code() != ErrorCode::kCancelled &&
+                               status.code() != ErrorCode::kDeadlineExceeded;
+    if ((retry_pending_ || connect_failure || dropped_before_body) && CanRetry()) {
       last_error_ =
           retry_pending_
               ? fmt::format("upstream {} answered {}", decision_.endpoint, upstream_status_)
               : fmt::format("upstream {}: {}", decision_.endpoint, status.message());
+      stream_pending_ = false;
       spdlog::warn("request {}: {}; retrying on another endpoint", base_request_id_, last_error_);
       ctx_->router.OnFinished(features_.request_id, {}, routing::Outcome::kError,
                               ctx_->clock.Now());
       ctx_->stats.RecordRequest(decision_.endpoint, decision_.strategy, "retried");
+      ctx_->OnUpstreamResult(decision_.endpoint, false);
+      ++retries_;
       tried_.push_back(decision_.endpoint);
       dispatched_ = false;
       retry_pending_ = false;
@@ -160,6 +190,12 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
       parser_ = http::SseParser();
       return Attempt();
     }
+    if (status.code() != ErrorCode::kCancelled) {
+      ctx_->OnUpstreamResult(decision_.endpoint, status.ok() && upstream_status_ < 500);
+    }
+    // A streamed 200 that ended without a body byte still answers as a stream.
+    if (stream_pending_ && status.ok()) StartClientStream();
+    stream_pending_ = false;
     if (!status.ok()) {
       std::string message = fmt::format("upstream {}: {}", decision_.endpoint, status.message());
       ErrorCode code = status.code() == ErrorCode::kDeadlineExceeded ? ErrorCode::kDeadlineExceeded
@@ -238,8 +274,16 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     ctx_->stats.RecordRequest(decision_.endpoint, decision_.strategy, label);
     if (outcome == routing::Outcome::kSuccess) {
       ctx_->stats.RecordE2e(req_.model, now - arrival_);
-      if (usage_) ctx_->stats.RecordUsage(kTenant, req_.model, *usage_);
+      if (usage_) ctx_->stats.RecordUsage(req_.tenant, req_.model, *usage_);
     }
+  }
+
+  // Whether a failure before the first byte on the current endpoint may be retried:
+  // once for local endpoints, retries_before_first_byte times for a provider.
+  bool CanRetry() const {
+    const Endpoint* ep = ctx_->Find(decision_.endpoint);
+    int budget = ep && ep->provider ? ep->provider->retries_before_first_byte : 1;
+    return retries_ < budget;
   }
 
   http::Headers RoutedHeaders() const {
@@ -266,9 +310,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   std::vector<routing::EndpointId> tried_;
   std::string last_error_ = "no healthy endpoint";
   std::shared_ptr<http::Call> call_;
+  int retries_ = 0;
   bool dispatched_ = false;
   bool retry_pending_ = false;
   bool response_started_ = false;
+  bool stream_pending_ = false;  // upstream streamed 200 head seen, client head held back
   bool finished_ = false;
   int upstream_status_ = 0;
   std::string upstream_content_type_;
@@ -284,8 +330,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 void HandleCompletion(const std::shared_ptr<GatewayContext>& ctx, ApiKind kind,
                       http::Request request, std::shared_ptr<http::ResponseWriter> writer) {
   Seconds arrival = ctx->clock.Now();
+  auto tenant = Identify(ctx->config.tenants, request.headers, ApiFront::kOpenAi);
+  if (!tenant.ok()) return http::SendOpenAiError(*writer, tenant.status());
   auto parsed = ParseRequest(kind, request.body);
   if (!parsed.ok()) return http::SendOpenAiError(*writer, parsed.status());
+  parsed->tenant = std::move(*tenant);
   HandleParsed(ctx, std::move(*parsed), std::move(request.path), request.headers, arrival,
                std::move(writer), nullptr);
 }

@@ -6,8 +6,15 @@
 // Promises:
 //  - every accepted request ends in exactly one response or, once streaming began, an
 //    SSE error event `data: {"error":{...}}` followed by the end of the stream;
-//  - an upstream failure before the first byte (connect error, or a 5xx status) is
-//    retried once on another endpoint serving the model;
+//  - an upstream failure before the first body byte (connect error, a 5xx status, or a
+//    streamed 200 whose connection drops before any body data) is retried once on
+//    another endpoint serving the model (a provider: its retries_before_first_byte
+//    times, on itself when no other endpoint serves it). The client's 200 + SSE head is
+//    held until the upstream's first body byte, since vLLM sends its head at once and
+//    its first SSE data only at the first token;
+//  - requests carry the tenant the front identified (ParsedRequest::tenant, tenants.h);
+//    provider calls go over TLS with the provider's model name and bearer key and feed
+//    its circuit breaker (provider.h);
 //  - streamed events are forwarded one by one as they arrive, never buffered whole;
 //    upstream always streams usage (include_usage forced), and the usage-only chunk is
 //    dropped when the client did not ask for it;

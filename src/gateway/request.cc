@@ -3,6 +3,8 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include "http/json_body.h"
+
 namespace kinference::gateway {
 namespace json = boost::json;
 namespace {
@@ -60,7 +62,7 @@ Result<std::string> RenderChatText(const json::value& messages) {
 
 Result<ParsedRequest> ParseRequest(ApiKind kind, std::string_view body) {
   json::error_code ec;
-  json::value v = json::parse(body, ec);
+  json::value v = http::ParseJsonBody(body, ec);
   if (ec) return Invalid("Invalid JSON in request body: " + ec.message(), "");
   if (!v.is_object()) return Invalid("Request body must be a JSON object", "");
   ParsedRequest r;
@@ -70,9 +72,7 @@ Result<ParsedRequest> ParseRequest(ApiKind kind, std::string_view body) {
 
   const auto* model = o.if_contains("model");
   if (!model || !model->is_string() || model->get_string().empty()) {
-    Status s(ErrorCode::kNotFound, "The request must name a model");
-    s.WithParam("model");
-    return s;
+    return Invalid("'model' must be a non-empty string naming a served model", "model");
   }
   r.model = std::string(model->get_string());
 

@@ -37,6 +37,8 @@ struct ParsedRequest {
   int max_tokens = 0;       // max_completion_tokens, else max_tokens; 0 if absent
   std::string prompt_text;  // the prefix-stable rendering (see above)
   boost::json::object body;
+  // Who sent it (gateway/tenants.h); set by the front after authentication.
+  std::string tenant = "default";
 };
 
 Result<ParsedRequest> ParseRequest(ApiKind kind, std::string_view body);

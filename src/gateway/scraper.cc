@@ -25,7 +25,10 @@ void Scraper::Stop() {
 
 void Scraper::Tick() {
   if (stopped_) return;
-  for (size_t i = 0; i < ctx_->endpoints.size(); ++i) ScrapeOne(i);
+  ctx_->RefreshBreakers();
+  for (size_t i = 0; i < ctx_->endpoints.size(); ++i) {
+    if (!ctx_->endpoints[i].provider) ScrapeOne(i);  // providers have no /metrics
+  }
   timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(ctx_->config.RealSeconds(ctx_->config.scrape_interval_s))));
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {

@@ -2,12 +2,16 @@
 // Beast's response_parser<buffer_body> and handed out as it arrives.
 #include "http/client.h"
 
+#include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <map>
+#include <mutex>
 #include <optional>
 
 namespace kinference::http {
@@ -18,6 +22,36 @@ namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
 
 namespace {
+
+namespace ssl = asio::ssl;
+
+// One verifying TLS client context per CA file ("" = system trust store), shared by all
+// calls: loading a trust store per connection would cost milliseconds each. An
+// ssl::context is safe to share once configured. Errors: kInvalidArgument (bad CA file).
+Result<std::shared_ptr<ssl::context>> TlsContextFor(const std::string& ca_file) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<ssl::context>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(ca_file); it != cache.end()) return it->second;
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
+  beast::error_code ec;
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                       ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1,
+                   ec);
+  if (ca_file.empty()) {
+    ctx->set_default_verify_paths(ec);
+  } else {
+    ctx->load_verify_file(ca_file, ec);
+  }
+  if (ec) {
+    return Status(
+        ErrorCode::kInvalidArgument,
+        "tls: cannot load CA " + (ca_file.empty() ? "store" : ca_file) + ": " + ec.message());
+  }
+  ctx->set_verify_mode(ssl::verify_peer);
+  cache.emplace(ca_file, ctx);
+  return ctx;
+}
 
 class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl> {
  public:
@@ -31,6 +65,21 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
 
   void Start() {
     if (done_ || cancelled_) return;
+    if (request_.tls) {
+      auto ctx = TlsContextFor(request_.ca_file);
+      if (!ctx.ok()) return Complete(Status(ErrorCode::kUnavailable, ctx.status().message()));
+      tls_ctx_ = *ctx;
+      tls_.emplace(socket_, *tls_ctx_);
+      beast::error_code ec;
+      asio::ip::make_address(request_.host, ec);
+      const bool is_ip = !ec;
+      bool ok = true;
+      ec = {};
+      // SNI only for host names (RFC 6066 §3 forbids literal IP addresses).
+      if (!is_ip) ok = SSL_set_tlsext_host_name(tls_->native_handle(), request_.host.c_str()) == 1;
+      tls_->set_verify_callback(ssl::host_name_verification(request_.host), ec);
+      if (!ok || ec) return Complete(Status(ErrorCode::kUnavailable, "tls: cannot set up SNI"));
+    }
     ArmTimer(request_.connect_timeout_s);
     beast::error_code ec;
     auto address = asio::ip::make_address(request_.host, ec);
@@ -42,7 +91,7 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
         request_.host, std::to_string(request_.port),
         [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type results) {
           if (ec || results.empty()) return self->Fail(ec, "resolve " + self->request_.host);
-          self->Connect(results.begin()->endpoint());
+          self->ConnectAny(std::move(results));
         });
   }
 
@@ -56,13 +105,42 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
   }
 
  private:
+  // Tries each resolved address in turn (e.g. "localhost": ::1, then 127.0.0.1).
+  void ConnectAny(tcp::resolver::results_type results) {
+    if (done_) return;
+    asio::async_connect(socket_, results,
+                        [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
+                          if (ec) return self->Fail(ec, "connect");
+                          self->OnConnected();
+                        });
+  }
+
+  void OnConnected() {
+    beast::error_code ignored;
+    socket_.set_option(tcp::no_delay(true), ignored);
+    if (!tls_) return WriteRequest();
+    tls_->async_handshake(ssl::stream_base::client,
+                          [self = shared_from_this()](beast::error_code ec) {
+                            if (ec) return self->Fail(ec, "tls handshake");
+                            self->WriteRequest();
+                          });
+  }
+
+  // Runs `f` with the stream the call speaks HTTP over: TLS or the plain socket.
+  template <typename F>
+  void WithStream(F&& f) {
+    if (tls_) {
+      f(*tls_);
+    } else {
+      f(socket_);
+    }
+  }
+
   void Connect(tcp::endpoint ep) {
     if (done_) return;
     socket_.async_connect(ep, [self = shared_from_this()](beast::error_code ec) {
       if (ec) return self->Fail(ec, "connect");
-      beast::error_code ignored;
-      self->socket_.set_option(tcp::no_delay(true), ignored);
-      self->WriteRequest();
+      self->OnConnected();
     });
   }
 
@@ -87,9 +165,11 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
     req_.prepare_payload();
     head_only_ = verb == bhttp::verb::head;
     // The connect timer keeps running through the write; then the header timeout.
-    bhttp::async_write(socket_, req_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      if (ec) return self->Fail(ec, "write");
-      self->ReadHeader();
+    WithStream([this](auto& stream) {
+      bhttp::async_write(stream, req_, [self = shared_from_this()](beast::error_code ec, size_t) {
+        if (ec) return self->Fail(ec, "write");
+        self->ReadHeader();
+      });
     });
   }
 
@@ -99,11 +179,13 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
     parser_.emplace();
     parser_->body_limit(boost::none);
     parser_->skip(head_only_);
-    bhttp::async_read_header(socket_, buffer_, *parser_,
-                             [self = shared_from_this()](beast::error_code ec, size_t) {
-                               if (ec) return self->Fail(ec, "read header");
-                               self->OnHeader();
-                             });
+    WithStream([this](auto& stream) {
+      bhttp::async_read_header(stream, buffer_, *parser_,
+                               [self = shared_from_this()](beast::error_code ec, size_t) {
+                                 if (ec) return self->Fail(ec, "read header");
+                                 self->OnHeader();
+                               });
+    });
   }
 
   void OnHeader() {
@@ -127,14 +209,18 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
     auto& body = parser_->get().body();
     body.data = chunk_;
     body.size = sizeof chunk_;
-    bhttp::async_read_some(
-        socket_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
+    WithStream([this](auto& stream) {
+      bhttp::async_read_some(
+          stream, buffer_, *parser_,
+          [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
+    });
   }
 
   void OnBody(beast::error_code ec) {
     if (done_) return;
     if (ec == bhttp::error::need_buffer) ec = {};
+    // A TLS peer closing without close_notify where the framing says the body ends.
+    if (ec == ssl::error::stream_truncated && parser_->is_done()) ec = {};
     size_t n = sizeof chunk_ - parser_->get().body().size;
     if (ec) return Fail(ec, "read body");
     if (n > 0 && callbacks_.on_data && !cancelled_) {
@@ -193,6 +279,8 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
   ClientCallbacks callbacks_;
   tcp::resolver resolver_;
   tcp::socket socket_;
+  std::shared_ptr<ssl::context> tls_ctx_;
+  std::optional<ssl::stream<tcp::socket&>> tls_;  // set for https calls
   asio::steady_timer timer_;
   uint64_t timer_generation_ = 0;
   bhttp::request<bhttp::string_body> req_;

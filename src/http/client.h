@@ -1,6 +1,12 @@
 // Async HTTP/1.1 client on Boost.Beast with streamed response bodies: the gateway's
 // upstream calls, its /metrics scraper and the bench load client.
 //
+// TLS (ClientRequest::tls): OpenSSL through Boost.Asio's ssl::stream. The server's
+// certificate is verified (chain against the system trust store, or ca_file when set;
+// host name or IP against the certificate per RFC 6125 via X509_check_host/ip), SNI
+// carries the host name (not sent for IP literals, RFC 6066 §3). A failed verification
+// or handshake is a kUnavailable "tls handshake" error, never a response.
+//
 // One Call = one TCP connection, one request, one response (Connection: close is not
 // sent; the connection is simply closed after the response). Body bytes are delivered
 // as they arrive (chunked decoding done), never buffered whole. Cancel() closes the
@@ -33,6 +39,8 @@ struct ClientRequest {
   double header_timeout_s = 0;
   // Longest silence allowed while reading the body (0: none).
   double idle_timeout_s = 0;
+  bool tls = false;     // https
+  std::string ca_file;  // PEM CA bundle to trust instead of the system store (tls only)
 };
 
 struct ClientCallbacks {

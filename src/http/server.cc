@@ -10,7 +10,7 @@ using namespace detail;  // NOLINT: this file implements the detail classes' own
 void ServerCore::Accept() {
   acceptor_.async_accept(
       asio::make_strand(io_), [self = shared_from_this()](beast::error_code ec, tcp::socket s) {
-        if (self->stopped_) return;
+        if (self->stopped_ || self->draining_) return;
         if (ec) {
           // E.g. out of file descriptors: retry shortly instead of spinning.
           self->retry_timer_.expires_after(std::chrono::milliseconds(50));
@@ -45,6 +45,21 @@ void Server::SetFallback(Handler handler) { impl_->fallback_ = std::move(handler
 
 Result<uint16_t> Server::Start() {
   beast::error_code ec;
+  const auto& o = impl_->options_;
+  if (!o.tls_cert_file.empty() || !o.tls_key_file.empty()) {
+    auto tls = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
+    tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                         asio::ssl::context::no_sslv3,
+                     ec);
+    if (!ec) tls->use_certificate_chain_file(o.tls_cert_file, ec);
+    if (!ec) tls->use_private_key_file(o.tls_key_file, asio::ssl::context::pem, ec);
+    if (ec) {
+      return Status(ErrorCode::kInvalidArgument, "tls: cannot load certificate '" +
+                                                     o.tls_cert_file + "' / key '" +
+                                                     o.tls_key_file + "': " + ec.message());
+    }
+    impl_->tls_ = std::move(tls);
+  }
   auto address = asio::ip::make_address(impl_->options_.address, ec);
   if (ec) return Status(ErrorCode::kUnavailable, "bad address " + impl_->options_.address);
   tcp::endpoint ep(address, impl_->options_.port);
@@ -61,6 +76,22 @@ Result<uint16_t> Server::Start() {
   impl_->stopped_ = false;
   impl_->Accept();
   return a.local_endpoint().port();
+}
+
+void Server::StopAccepting() {
+  if (impl_->stopped_ || impl_->draining_) return;
+  impl_->draining_ = true;
+  beast::error_code ec;
+  impl_->acceptor_.close(ec);
+  impl_->retry_timer_.cancel();
+}
+
+size_t Server::ActiveRequests() const {
+  size_t n = 0;
+  for (const auto& w : impl_->sessions_) {
+    if (auto s = w.lock(); s && s->in_request()) ++n;
+  }
+  return n;
 }
 
 void Server::Stop() {

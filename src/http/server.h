@@ -71,6 +71,14 @@ struct ServerOptions {
   // accepting or after its last response is closed. 5 s is uvicorn's default
   // timeout_keep_alive, which vLLM's API server uses. (Added; 0: no limit.)
   double keep_alive_timeout_s = 5;
+  // A request whose body has not fully arrived this long after its header is dropped
+  // (slow or stalled uploads must not hold connections forever; 0: no limit). 60 s is
+  // our choice: a 32 MiB body needs ~4.5 Mbit/s to arrive in time.
+  double body_timeout_s = 60;
+  // Serve HTTPS with this PEM certificate chain and private key (both set; added for
+  // test providers). Start fails with kInvalidArgument when they cannot be loaded.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class Server {
@@ -83,6 +91,13 @@ class Server {
   void SetFallback(Handler handler);
   // Binds and starts accepting; returns the bound port. Errors: kUnavailable.
   Result<uint16_t> Start();
+  // Graceful drain (added): closes the acceptor at once, so new connections are refused;
+  // requests already dispatched run to completion, after which their connections close;
+  // a new request on a kept-alive connection gets 503 with an OpenAI error body and
+  // `Connection: close`. Stop() still closes everything.
+  void StopAccepting();
+  // Requests dispatched whose response has not finished and whose client is still there.
+  size_t ActiveRequests() const;
   void Stop();
 
  private:

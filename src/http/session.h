@@ -10,11 +10,15 @@
 // response with Content-Length, or a head with Transfer-Encoding: chunked followed by
 // chunks (RFC 9112 section 7.1) and the terminating zero chunk.
 //
+// TLS (ServerOptions::tls_cert_file): the same Session over an ssl::stream on the socket,
+// after a server handshake; a failed handshake just closes the connection.
+//
 // Thread-safety: a Session and its Writer run on the connection's strand.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -83,8 +87,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   asio::steady_timer retry_timer_;
   std::map<std::pair<std::string, std::string>, Handler> routes_;
   Handler fallback_;
+  std::shared_ptr<asio::ssl::context> tls_;  // set: serve HTTPS
   std::vector<std::weak_ptr<Session>> sessions_;
   bool stopped_ = false;
+  bool draining_ = false;  // StopAccepting: no new connections, 503 to new requests
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -93,12 +99,22 @@ class Session : public std::enable_shared_from_this<Session> {
       : socket_(std::move(socket)),
         server_(std::move(server)),
         drain_timer_(socket_.get_executor()),
-        idle_timer_(socket_.get_executor()) {}
+        idle_timer_(socket_.get_executor()) {
+    if (server_->tls_) tls_.emplace(socket_, *server_->tls_);
+  }
 
   void Start() {
     beast::error_code ec;
     socket_.set_option(tcp::no_delay(true), ec);
-    ReadRequest();
+    if (!tls_) return ReadRequest();
+    // The keep-alive timer bounds the handshake too.
+    awaiting_header_ = true;
+    ArmIdleTimer();
+    tls_->async_handshake(asio::ssl::stream_base::server,
+                          [self = shared_from_this()](beast::error_code ec) {
+                            if (ec) return self->ClientGone();
+                            self->ReadRequest();
+                          });
   }
 
   // Hard close (server stop): the client is treated as gone.
@@ -114,27 +130,49 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!writing_) DoWrite();
   }
   bool closed() const { return closed_; }
+  // A request was dispatched and its response has not finished (nor the client gone).
+  bool in_request() const { return in_request_; }
   asio::any_io_executor executor() { return socket_.get_executor(); }
 
  private:
+  // Runs `f` with the stream HTTP is spoken over: TLS or the plain socket.
+  template <typename F>
+  void WithStream(F&& f) {
+    if (tls_) {
+      f(*tls_);
+    } else {
+      f(socket_);
+    }
+  }
+
   void ReadRequest() {
     if (closed_) return;
     awaiting_header_ = true;
+    ArmIdleTimer();
+    parser_.emplace();
+    parser_->body_limit(server_->options_.max_body_bytes);
+    WithStream([this](auto& stream) {
+      bhttp::async_read_header(
+          stream, buffer_, *parser_,
+          [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+    });
+  }
+
+  // Arms the timer that drops a connection stuck in a read: waiting for a request's
+  // headers (keep_alive_timeout_s) or for the rest of its body (body_timeout_s).
+  void ArmIdleTimer(double t = -1) {
     const uint64_t generation = ++idle_generation_;
-    if (double t = server_->options_.keep_alive_timeout_s; t > 0) {
+    if (t < 0) t = server_->options_.keep_alive_timeout_s;
+    if (t > 0) {
       idle_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::duration<double>(t)));
       idle_timer_.async_wait([self = shared_from_this(), generation](beast::error_code ec) {
-        if (!ec && self->awaiting_header_ && generation == self->idle_generation_) {
+        if (!ec && (self->awaiting_header_ || self->awaiting_body_) &&
+            generation == self->idle_generation_) {
           self->ClientGone();
         }
       });
     }
-    parser_.emplace();
-    parser_->body_limit(server_->options_.max_body_bytes);
-    bhttp::async_read_header(
-        socket_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(beast::error_code ec) {
@@ -145,11 +183,17 @@ class Session : public std::enable_shared_from_this<Session> {
     if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
       Queue("HTTP/1.1 100 Continue\r\n\r\n", false);
     }
-    bhttp::async_read(socket_, buffer_, *parser_,
-                      [self = shared_from_this()](beast::error_code ec, size_t) {
-                        if (ec) return self->OnReadError(ec);
-                        self->Dispatch();
-                      });
+    awaiting_body_ = true;
+    ArmIdleTimer(server_->options_.body_timeout_s);
+    WithStream([this](auto& stream) {
+      bhttp::async_read(stream, buffer_, *parser_,
+                        [self = shared_from_this()](beast::error_code ec, size_t) {
+                          self->awaiting_body_ = false;
+                          self->idle_timer_.cancel();
+                          if (ec) return self->OnReadError(ec);
+                          self->Dispatch();
+                        });
+    });
   }
 
   void OnReadError(beast::error_code ec) {
@@ -162,6 +206,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
         ec == asio::error::eof || ec == asio::error::operation_aborted ||
         ec == asio::error::connection_reset || ec == asio::error::bad_descriptor ||
+        ec == asio::ssl::error::stream_truncated ||
         ec.category() == asio::error::get_system_category()) {
       return ClientGone();
     }
@@ -181,6 +226,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void Dispatch() {
     auto msg = parser_->release();
     parser_.reset();
+    if (server_->draining_) {
+      // Draining (Server::StopAccepting): refuse new requests on kept-alive connections.
+      return SendErrorAndClose(
+          Status(ErrorCode::kUnavailable, "The server is shutting down; retry the request."));
+    }
+    in_request_ = true;
     Request request;
     request.method = std::string(msg.method_string());
     request.target = std::string(msg.target());
@@ -207,9 +258,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void StartWatch() {
     if (closed_ || watching_) return;
     watching_ = true;
-    socket_.async_read_some(
-        buffer_.prepare(4096),
-        [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnWatch(ec, n); });
+    WithStream([this](auto& stream) {
+      stream.async_read_some(
+          buffer_.prepare(4096),
+          [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnWatch(ec, n); });
+    });
   }
 
   void OnWatch(beast::error_code ec, size_t n) {
@@ -231,9 +284,11 @@ class Session : public std::enable_shared_from_this<Session> {
     current_.clear();
     for (auto& s : out_) current_.append(s);
     out_.clear();
-    asio::async_write(
-        socket_, asio::buffer(current_),
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnWrite(ec); });
+    WithStream([this](auto& stream) {
+      asio::async_write(
+          stream, asio::buffer(current_),
+          [self = shared_from_this()](beast::error_code ec, size_t) { self->OnWrite(ec); });
+    });
   }
 
   void OnWrite(beast::error_code ec) {
@@ -246,8 +301,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void FinishResponse() {
     response_done_ = false;
+    in_request_ = false;
     writer_.reset();
-    if (!keep_alive_) return GracefulClose();
+    if (!keep_alive_ || server_->draining_) return GracefulClose();
     if (watching_) {
       next_after_watch_ = true;
       beast::error_code ec;
@@ -273,17 +329,20 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     watching_ = true;
     buffer_.clear();
-    socket_.async_read_some(buffer_.prepare(16384),
-                            [self = shared_from_this()](beast::error_code ec, size_t) {
-                              self->watching_ = false;
-                              if (ec) return self->ClientGone();
-                              self->Drain();
-                            });
+    WithStream([this](auto& stream) {
+      stream.async_read_some(buffer_.prepare(16384),
+                             [self = shared_from_this()](beast::error_code ec, size_t) {
+                               self->watching_ = false;
+                               if (ec) return self->ClientGone();
+                               self->Drain();
+                             });
+    });
   }
 
   void ClientGone() {
     if (closed_) return;
     closed_ = true;
+    in_request_ = false;
     out_.clear();
     beast::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
@@ -296,8 +355,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   tcp::socket socket_;
   std::shared_ptr<ServerCore> server_;
+  std::optional<asio::ssl::stream<tcp::socket&>> tls_;  // HTTPS sessions
   asio::steady_timer drain_timer_;
   asio::steady_timer idle_timer_;
+  bool awaiting_body_ = false;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::weak_ptr<Writer> writer_;
@@ -311,6 +372,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool response_done_ = false;
   bool keep_alive_ = true;
   bool closed_ = false;
+  bool in_request_ = false;
 };
 
 }  // namespace kinference::http::detail

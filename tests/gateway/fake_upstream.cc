@@ -92,11 +92,21 @@ void FakeUpstream::Handle(http::Request r, std::shared_ptr<http::ResponseWriter>
   w->End();
 }
 
-BreakingUpstream::BreakingUpstream() {
+void FakeUpstream::FinishHeld() {
+  for (auto& w : held_) {
+    w->Write(http::FormatSse(Chunk(R"({"content":" b"})")));
+    w->Write(http::FormatSse(Chunk("{}", "\"stop\"")));
+    w->Write(http::FormatSse("[DONE]"));
+    w->End();
+  }
+  held_.clear();
+}
+
+BreakingUpstream::BreakingUpstream(bool send_event) {
   acceptor_ = std::make_unique<tcp::acceptor>(
       io_, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
   port_ = acceptor_->local_endpoint().port();
-  thread_ = std::thread([this] {
+  thread_ = std::thread([this, send_event] {
     while (!stopping_) {
       boost::system::error_code ec;
       tcp::socket s(io_);
@@ -116,13 +126,14 @@ BreakingUpstream::BreakingUpstream() {
             ec);
         continue;
       }
+      ++posts_;
       std::string event = http::FormatSse(Chunk(R"({"role":"assistant","content":" a"})"));
       char size[16];
       snprintf(size, sizeof size, "%zx", event.size());
       std::string out =
           "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: "
-          "chunked\r\n\r\n" +
-          std::string(size) + "\r\n" + event + "\r\n";
+          "chunked\r\n\r\n";
+      if (send_event) out += std::string(size) + "\r\n" + event + "\r\n";
       boost::asio::write(s, boost::asio::buffer(out), ec);
     }  // the socket closes mid-stream here
   });

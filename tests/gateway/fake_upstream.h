@@ -33,6 +33,9 @@ class FakeUpstream {
   int closed() const { return closed_; }  // clients that went away mid-stream
   std::vector<std::string> bodies() const;
   void Stop() { server_->Stop(); }
+  // kHang: ends the held streams like kOk does (b, c, finish, [DONE]). Call on the
+  // io_context thread (asio::post).
+  void FinishHeld();
 
  private:
   void Handle(http::Request r, std::shared_ptr<http::ResponseWriter> w);
@@ -49,10 +52,13 @@ class FakeUpstream {
 };
 
 // Answers each POST with the 200 SSE head and one content event, then closes the
-// socket (an upstream dying mid-stream); other methods get 404.
+// socket (an upstream dying mid-stream); other methods get 404. With
+// send_event = false it closes right after the head, before any body byte (a vLLM
+// replica dying before the first token: vLLM sends its head at once).
 class BreakingUpstream {
  public:
-  BreakingUpstream();
+  explicit BreakingUpstream(bool send_event = true);
+  int posts() const { return posts_; }
   ~BreakingUpstream();
   uint16_t port() const { return port_; }
 
@@ -61,6 +67,7 @@ class BreakingUpstream {
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
   uint16_t port_ = 0;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> posts_{0};
   std::thread thread_;
 };
 

@@ -179,7 +179,8 @@ TEST_F(ProxyTest, ErrorShapes) {
   EXPECT_EQ(unknown.status, 404);
   EXPECT_EQ(json::parse(unknown.body).at("error").at("param").as_string(), "model");
   auto missing = Post(R"({"messages":[]})");
-  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.status, 400);
+  EXPECT_EQ(json::parse(missing.body).at("error").at("param").as_string(), "model");
   auto strategy = Post(kChat, http::Headers{{{"x-kinference-strategy", "bogus"}}});
   EXPECT_EQ(strategy.status, 400);
   EXPECT_TRUE(json::parse(strategy.body).as_object().contains("error"));
@@ -247,6 +248,29 @@ TEST_F(ProxyTest, FailureAfterFirstByteEndsStreamWithErrorEvent) {
   EXPECT_TRUE(json::parse(events[1]).at("error").is_object());
 }
 
+// vLLM sends its 200 + SSE head at once and data only at the first token: a replica
+// dying in between is retried, and the client sees one clean stream from the other.
+TEST_F(ProxyTest, StreamDroppedBeforeFirstBodyByteIsRetried) {
+  BreakingUpstream headless(/*send_event=*/false);
+  auto& fake = AddFake(FakeMode::kOk);
+  StartGateway({Url(headless.port()), Url(fake.port())});
+  http::Headers rr{{{"x-kinference-strategy", "round-robin"}}};
+  for (int i = 0; i < 2; ++i) {
+    auto r = Post(kStreamChat, rr);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.headers.Find("x-kinference-endpoint"), "p/1");
+    auto events = Events(r.body);
+    ASSERT_EQ(events.size(), 6u) << r.body;
+    EXPECT_EQ(events.back(), "[DONE]");
+    for (const auto& e : events) EXPECT_EQ(e.find("\"error\""), std::string::npos) << e;
+  }
+  EXPECT_GE(headless.posts(), 1);
+  EXPECT_EQ(fake.requests(), 2);
+  EXPECT_GE(Metric("kinference_requests_total{endpoint=\"p/0\",strategy=\"round-robin\","
+                   "outcome=\"retried\"}"),
+            1);
+}
+
 TEST_F(ProxyTest, ClientDisconnectCancelsUpstream) {
   auto& hang = AddFake(FakeMode::kHang);
   StartGateway({Url(hang.port())});
@@ -279,6 +303,75 @@ TEST_F(ProxyTest, ClientDisconnectCancelsUpstream) {
     if (cancelled == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(cancelled, 1);
+}
+
+// Reads from `s` until `done(got)` or an error (EOF included); returns what it read.
+template <typename Done>
+std::string ReadUntil(boost::asio::ip::tcp::socket& s, Done done) {
+  std::string got;
+  char buf[4096];
+  boost::system::error_code ec;
+  while (!done(got) && !ec) {
+    size_t n = s.read_some(boost::asio::buffer(buf), ec);
+    got.append(buf, n);
+  }
+  return got;
+}
+
+std::string RawRequest(const std::string& method, const std::string& path,
+                       const std::string& body = {}) {
+  return method + " " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// SIGTERM's path: the in-flight stream finishes with [DONE], new connections are refused,
+// a new request on a kept-alive connection gets 503 + Connection: close, then `done`.
+TEST_F(ProxyTest, DrainFinishesInFlightStreamAndRefusesNewWork) {
+  auto& hang = AddFake(FakeMode::kHang);
+  StartGateway({Url(hang.port())});
+  namespace asio = boost::asio;
+  asio::io_context client_io;
+  const asio::ip::tcp::endpoint gw{asio::ip::make_address("127.0.0.1"), port_};
+  asio::ip::tcp::socket kept(client_io);  // a keep-alive connection from before the drain
+  kept.connect(gw);
+  asio::write(kept, asio::buffer(RawRequest("GET", "/health")));
+  std::string health = ReadUntil(kept, [](const std::string& g) {
+    return g.find("\r\n\r\n") != std::string::npos && !g.empty() && g.back() == '}';
+  });
+  ASSERT_EQ(health.rfind("HTTP/1.1 200", 0), 0u) << health;
+
+  auto stream = std::async(std::launch::async, [&] { return Post(kStreamChat); });
+  for (int i = 0; i < 2000 && hang.requests() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // hang guard, not a bound
+  ASSERT_EQ(hang.requests(), 1);
+
+  std::promise<void> drained;
+  asio::post(io_, [&] { gateway_->Drain(60, [&] { drained.set_value(); }); });
+  bool refused = false;
+  for (int i = 0; i < 2000 && !refused; ++i) {
+    asio::ip::tcp::socket probe(client_io);
+    boost::system::error_code ec;
+    probe.connect(gw, ec);
+    refused = ec == asio::error::connection_refused;
+    if (!refused) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(refused);
+
+  asio::write(kept, asio::buffer(RawRequest("POST", "/v1/chat/completions", kStreamChat)));
+  std::string refusal = ReadUntil(kept, [](const std::string&) { return false; });  // to EOF
+  EXPECT_EQ(refusal.rfind("HTTP/1.1 503", 0), 0u) << refusal;
+  EXPECT_NE(refusal.find("Connection: close"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("\"error\""), std::string::npos) << refusal;
+  EXPECT_EQ(hang.requests(), 1);
+
+  asio::post(io_, [&] { hang.FinishHeld(); });
+  auto r = stream.get();
+  EXPECT_EQ(r.status, 200);
+  auto events = Events(r.body);
+  ASSERT_FALSE(events.empty()) << r.body;
+  EXPECT_EQ(events.back(), "[DONE]");
+  EXPECT_EQ(r.body.find("\"error\""), std::string::npos) << r.body;
+  drained.get_future().wait();
 }
 
 TEST_F(ProxyTest, ScraperMarksEndpointsUnhealthyAndHealthyAgain) {

@@ -80,14 +80,28 @@ TEST(ParseRequest, MaxCompletionTokensWins) {
   EXPECT_EQ(r->max_tokens, 9);
 }
 
+TEST(ParseRequest, AcceptsDeeplyNestedToolSchemas) {
+  // Boost.JSON's default depth limit is 32; tool schemas can nest deeper.
+  std::string deep;
+  for (int i = 0; i < 60; ++i) deep += R"({"a":)";
+  deep += "1";
+  for (int i = 0; i < 60; ++i) deep += "}";
+  auto r = ParseRequest(
+      ApiKind::kChatCompletions,
+      R"({"model":"m","messages":[{"role":"user","content":"x"}],"extra":)" + deep + "}");
+  EXPECT_TRUE(r.ok()) << r.status().message();
+}
+
 TEST(ParseRequest, Errors) {
   auto bad = ParseRequest(ApiKind::kChatCompletions, "{not json");
   EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(ParseRequest(ApiKind::kChatCompletions, "[1,2]").status().code(),
             ErrorCode::kInvalidArgument);
   auto no_model = ParseRequest(ApiKind::kChatCompletions, R"({"messages":[]})");
-  EXPECT_EQ(no_model.status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(no_model.status().code(), ErrorCode::kInvalidArgument);  // 400, as OpenAI
   EXPECT_EQ(no_model.status().param(), "model");
+  auto numeric_model = ParseRequest(ApiKind::kChatCompletions, R"({"model":5,"messages":[]})");
+  EXPECT_EQ(numeric_model.status().code(), ErrorCode::kInvalidArgument);
   auto no_messages = ParseRequest(ApiKind::kChatCompletions, R"({"model":"m"})");
   EXPECT_EQ(no_messages.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(no_messages.status().param(), "messages");

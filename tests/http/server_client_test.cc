@@ -149,6 +149,21 @@ TEST_F(HttpTest, IdleKeepAliveConnectionIsClosed) {
   EXPECT_NE(got.find("\r\n\r\nok"), std::string::npos);
 }
 
+TEST_F(HttpTest, StalledBodyConnectionIsClosed) {
+  ServerOptions o;
+  o.body_timeout_s = 0.1;
+  StartServer(o);
+  // Header promises 1000 bytes, 8 arrive, then silence: the server must drop the
+  // connection (RawExchange returns when it does) without answering or dispatching.
+  std::string got =
+      RawExchange("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n12345678");
+  EXPECT_EQ(got, "");
+  // The server still serves others.
+  auto r = FetchSync(Req("POST", "/echo", "fine"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->body, "fine");
+}
+
 TEST_F(HttpTest, DroppedWriterAnswers500) {
   StartServer();
   auto r = FetchSync(Req("GET", "/drop"));

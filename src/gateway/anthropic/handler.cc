@@ -40,6 +40,8 @@ class MessagesCodec final : public ResponseCodec {
 void HandleMessages(const std::shared_ptr<GatewayContext>& ctx, http::Request request,
                     std::shared_ptr<http::ResponseWriter> writer) {
   Seconds arrival = ctx->clock.Now();
+  auto tenant = Identify(ctx->config.tenants, request.headers, ApiFront::kAnthropic);
+  if (!tenant.ok()) return SendAnthropicError(*writer, tenant.status());
   auto translated = TranslateRequest(request.body);
   if (!translated.ok()) return SendAnthropicError(*writer, translated.status());
   // The equivalent chat completion goes through the OpenAI parser, so routing features
@@ -47,6 +49,7 @@ void HandleMessages(const std::shared_ptr<GatewayContext>& ctx, http::Request re
   auto parsed =
       ParseRequest(ApiKind::kChatCompletions, boost::json::serialize(translated->openai_body));
   if (!parsed.ok()) return SendAnthropicError(*writer, parsed.status());
+  parsed->tenant = std::move(*tenant);
   auto codec = std::make_shared<MessagesCodec>(
       ResponseContext{translated->model, std::move(translated->stop_sequences)});
   HandleParsed(ctx, std::move(*parsed), "/v1/chat/completions", request.headers, arrival,

@@ -4,6 +4,8 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include "http/json_body.h"
+
 namespace kinference::gateway::anthropic {
 namespace json = boost::json;
 namespace {
@@ -180,7 +182,7 @@ Status TranslateToolChoice(const json::value& v, json::object& body) {
 
 Result<MessagesRequest> TranslateRequest(std::string_view body) {
   json::error_code ec;
-  json::value v = json::parse(body, ec);
+  json::value v = http::ParseJsonBody(body, ec);
   if (ec) return Invalid("Invalid JSON in request body: " + ec.message());
   const auto* o = v.if_object();
   if (!o) return Invalid("Request body must be a JSON object");

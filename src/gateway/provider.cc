@@ -1,0 +1,179 @@
+#include "gateway/provider.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "gateway/config.h"
+
+namespace kinference::gateway {
+namespace {
+
+[[noreturn]] void Fail(const std::string& field, const std::string& what) {
+  throw ConfigError("gateway config: " + field + ": " + what);
+}
+
+void CheckKeys(const YAML::Node& node, const std::string& where,
+               const std::set<std::string>& allowed) {
+  for (const auto& kv : node) {
+    std::string key = kv.first.as<std::string>();
+    if (!allowed.count(key)) Fail(where + "." + key, "unknown field");
+  }
+}
+
+std::string String(const YAML::Node& node, const std::string& field) {
+  if (!node) Fail(field, "missing");
+  if (!node.IsScalar() || node.Scalar().empty()) Fail(field, "expected a non-empty string");
+  return node.Scalar();
+}
+
+double Number(const YAML::Node& node, const std::string& field, bool allow_zero) {
+  double v = 0;
+  try {
+    if (!node.IsScalar()) Fail(field, "expected a number");
+    v = node.as<double>();
+  } catch (const YAML::Exception&) {
+    Fail(field, "expected a number");
+  }
+  if (allow_zero ? !(v >= 0) : !(v > 0)) Fail(field, allow_zero ? "must be >= 0" : "must be > 0");
+  return v;
+}
+
+void ParseBaseUrl(ProviderConfig& p, const std::string& field) {
+  std::string_view rest(p.base_url);
+  if (rest.starts_with("https://")) {
+    p.tls = true;
+    p.port = 443;
+    rest.remove_prefix(8);
+  } else if (rest.starts_with("http://")) {
+    p.tls = false;
+    p.port = 80;
+    rest.remove_prefix(7);
+  } else {
+    Fail(field, "expected https://host[:port][/path], got '" + p.base_url + "'");
+  }
+  size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
+  while (path.ends_with("/")) path.remove_suffix(1);
+  p.base_path = std::string(path);
+  size_t colon = authority.rfind(':');
+  if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
+    std::string_view port_text = authority.substr(colon + 1);
+    unsigned port = 0;
+    auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (ec != std::errc() || ptr != port_text.data() + port_text.size() || port == 0 ||
+        port > 65535)
+      Fail(field, "bad port in '" + p.base_url + "'");
+    p.port = static_cast<uint16_t>(port);
+    authority = authority.substr(0, colon);
+  }
+  if (authority.starts_with("[") && authority.ends_with("]"))
+    authority = authority.substr(1, authority.size() - 2);
+  if (authority.empty()) Fail(field, "no host in '" + p.base_url + "'");
+  p.host = std::string(authority);
+}
+
+ProviderConfig ParseProvider(const YAML::Node& node, const std::string& where) {
+  if (!node.IsMap()) Fail(where, "expected a map");
+  CheckKeys(node, where,
+            {"name", "model", "serves_model", "base_url", "api_key_env", "api_key_file",
+             "timeout_s", "retries_before_first_byte", "circuit_breaker", "ca_file"});
+  ProviderConfig p;
+  p.name = String(node["name"], where + ".name");
+  p.model = String(node["model"], where + ".model");
+  p.serves_model = String(node["serves_model"], where + ".serves_model");
+  p.base_url = String(node["base_url"], where + ".base_url");
+  ParseBaseUrl(p, where + ".base_url");
+  if (node["api_key_env"]) p.api_key_env = String(node["api_key_env"], where + ".api_key_env");
+  if (node["api_key_file"]) p.api_key_file = String(node["api_key_file"], where + ".api_key_file");
+  if (p.api_key_env.empty() == p.api_key_file.empty())
+    Fail(where + ".api_key_env", "give exactly one of api_key_env and api_key_file");
+  if (node["timeout_s"]) p.timeout_s = Number(node["timeout_s"], where + ".timeout_s", false);
+  if (node["retries_before_first_byte"]) {
+    double r =
+        Number(node["retries_before_first_byte"], where + ".retries_before_first_byte", true);
+    if (r != static_cast<int>(r) || r > 10)
+      Fail(where + ".retries_before_first_byte", "expected an integer 0..10");
+    p.retries_before_first_byte = static_cast<int>(r);
+  }
+  if (const auto cb = node["circuit_breaker"]) {
+    std::string w = where + ".circuit_breaker";
+    if (!cb.IsMap()) Fail(w, "expected a map with failures, cooldown_s");
+    CheckKeys(cb, w, {"failures", "cooldown_s"});
+    if (cb["failures"]) {
+      double f = Number(cb["failures"], w + ".failures", false);
+      if (f != static_cast<int>(f)) Fail(w + ".failures", "expected an integer");
+      p.breaker_failures = static_cast<int>(f);
+    }
+    if (cb["cooldown_s"]) p.breaker_cooldown_s = Number(cb["cooldown_s"], w + ".cooldown_s", false);
+  }
+  if (node["ca_file"]) p.ca_file = String(node["ca_file"], where + ".ca_file");
+  return p;
+}
+
+std::string Trim(std::string s) {
+  const char* ws = " \t\r\n";
+  size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return {};
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+}  // namespace
+
+std::vector<ProviderConfig> ParseProvidersConfig(const YAML::Node& node) {
+  if (!node.IsSequence()) Fail("providers", "expected a list of providers");
+  std::vector<ProviderConfig> out;
+  std::set<std::string> names;
+  for (size_t i = 0; i < node.size(); ++i) {
+    std::string where = "providers[" + std::to_string(i) + "]";
+    ProviderConfig p = ParseProvider(node[i], where);
+    if (!names.insert(p.name).second) Fail(where + ".name", "duplicate provider '" + p.name + "'");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::string LoadProviderApiKey(const ProviderConfig& p, const std::string& where) {
+  if (!p.api_key_env.empty()) {
+    const char* v = std::getenv(p.api_key_env.c_str());
+    std::string key = v ? Trim(v) : std::string();
+    if (key.empty())
+      Fail(where + ".api_key_env", "environment variable " + p.api_key_env + " is not set");
+    return key;
+  }
+  std::ifstream in(p.api_key_file);
+  if (!in) Fail(where + ".api_key_file", "cannot read '" + p.api_key_file + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string key = Trim(ss.str());
+  if (key.empty()) Fail(where + ".api_key_file", "'" + p.api_key_file + "' is empty");
+  return key;
+}
+
+std::string ProviderTarget(const ProviderConfig& p, const std::string& api_path) {
+  std::string_view path(api_path);
+  if (path.starts_with("/v1/")) path.remove_prefix(3);
+  return p.base_path + std::string(path);
+}
+
+bool CircuitBreaker::OnFailure(Seconds now) {
+  ++consecutive_;
+  if (open_ || consecutive_ < failures_) return false;
+  open_ = true;
+  open_until_ = now + cooldown_s_;
+  return true;
+}
+
+bool CircuitBreaker::MaybeClose(Seconds now) {
+  if (!open_ || now < open_until_) return false;
+  open_ = false;
+  consecutive_ = failures_ - 1;  // half-open: the next failure opens it again
+  return true;
+}
+
+}  // namespace kinference::gateway

@@ -1,0 +1,83 @@
+// Taggers: label a request before routing so that policies can match on tags.
+//
+// Built-ins, pure and synchronous (no I/O; run on the request text in the gateway):
+//  - pii: e-mail addresses, phone numbers, payment card numbers (13-19 digits passing the
+//    Luhn check, ISO/IEC 7812-1), US social security numbers (AAA-GG-SSSS with the SSA's
+//    never-issued ranges excluded: area 000, 666, 900-999; group 00; serial 0000), IBANs
+//    (ISO 13616 mod-97 check), IPv4 and IPv6 addresses. Emits "pii" plus one sub-tag per
+//    kind found: pii:email, pii:phone, pii:payment_card, pii:ssn, pii:iban, pii:ip.
+//  - simple: the estimated prompt is at most `simple_max_prompt_tokens` and no tools are
+//    present. Emits "simple".
+//  - header: tags from a trusted upstream's `x-kinference-tags: a,b` header, used only when
+//    the configuration marks the header trusted (otherwise a client could tag itself).
+// Tags are a classifier's output, not proof: pattern matching misses PII written in other
+// forms and flags look-alikes. Policies built on tags reduce risk; they do not guarantee.
+//
+// External classifiers (e.g. an HTTP model) implement ExternalClassifier; the gateway owns
+// the I/O and the timeout and reports a failure as a failed tagger (RequestInfo::
+// failed_taggers), which policies handle per onTaggerFailure.
+//
+// Thread-safety: free functions and Taggers::Run are pure and safe from any thread.
+// ExternalClassifier implementations document their own.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace kinference::policy {
+
+inline constexpr std::string_view kTagsHeader = "x-kinference-tags";
+
+// Kinds of PII found in `text`, as tags ("pii", "pii:email", ...), sorted, no duplicates;
+// empty when none.
+std::vector<std::string> PiiTags(std::string_view text);
+
+// Individual detectors (exposed for tests).
+bool LuhnValid(std::string_view digits);   // digits only
+bool IbanValid(std::string_view compact);  // upper-case letters and digits, no spaces
+bool IsSsn(std::string_view text);         // exactly "AAA-GG-SSSS"
+
+// Tags in a header value "a, b,c": trimmed, lower-cased, empty items dropped. Tags may use
+// [a-z0-9:._-]; items with other characters are dropped.
+std::vector<std::string> ParseTagHeader(std::string_view value);
+
+// Estimated tokens of `text`: ceil(chars / 4), OpenAI's rule of thumb for English text
+// ("one token is roughly 4 characters", OpenAI tokenizer help page).
+int64_t EstimateTokens(std::string_view text);
+
+struct TaggerConfig {
+  bool pii = true;
+  bool simple = true;
+  // 256 tokens: a short single question; a deployment tunes it to its traffic.
+  int64_t simple_max_prompt_tokens = 256;
+  bool trust_tag_header = false;
+};
+
+struct TaggerInput {
+  std::string_view text;       // the request's rendered prompt text
+  int64_t prompt_tokens = -1;  // -1: estimate from text
+  bool tools_present = false;
+  std::string_view tag_header;  // value of x-kinference-tags, empty if absent
+};
+
+// Runs the enabled built-ins; tags sorted, no duplicates.
+std::vector<std::string> RunTaggers(const TaggerConfig& config, const TaggerInput& input);
+
+// An external classifier. Classify must call `done` exactly once, with the tags or an
+// error; the caller treats a result arriving after `timeout_s` (or an error) as a tagger
+// failure. Implementations do their I/O asynchronously and must not block the caller.
+class ExternalClassifier {
+ public:
+  virtual ~ExternalClassifier() = default;
+  virtual std::string name() const = 0;
+  virtual void Classify(std::string text, Seconds timeout_s,
+                        std::function<void(Result<std::vector<std::string>>)> done) = 0;
+};
+
+}  // namespace kinference::policy

@@ -1,0 +1,124 @@
+// The `providers` config section, API key loading and the circuit breaker.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gateway/config.h"
+#include "gateway/provider.h"
+
+namespace kinference::gateway {
+namespace {
+
+const std::string kProvider =
+    "providers:\n"
+    "  - name: openai\n"
+    "    model: gpt-4o-mini\n"
+    "    serves_model: m\n"
+    "    base_url: https://api.example.com:8443/v1/\n"
+    "    api_key_env: KINFERENCE_TEST_KEY\n"
+    "    timeout_s: 20\n"
+    "    retries_before_first_byte: 2\n"
+    "    circuit_breaker: {failures: 3, cooldown_s: 10}\n"
+    "    ca_file: /tmp/ca.pem\n";
+
+std::string ErrorOf(const std::string& yaml) {
+  try {
+    ParseGatewayConfig(yaml);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ProviderConfigTest, ParsesEveryField) {
+  auto c = ParseGatewayConfig(kProvider);  // pools may be absent with providers
+  ASSERT_EQ(c.providers.size(), 1u);
+  const auto& p = c.providers[0];
+  EXPECT_EQ(p.name, "openai");
+  EXPECT_EQ(p.model, "gpt-4o-mini");
+  EXPECT_EQ(p.serves_model, "m");
+  EXPECT_TRUE(p.tls);
+  EXPECT_EQ(p.host, "api.example.com");
+  EXPECT_EQ(p.port, 8443);
+  EXPECT_EQ(p.base_path, "/v1");
+  EXPECT_EQ(p.api_key_env, "KINFERENCE_TEST_KEY");
+  EXPECT_EQ(p.timeout_s, 20);
+  EXPECT_EQ(p.retries_before_first_byte, 2);
+  EXPECT_EQ(p.breaker_failures, 3);
+  EXPECT_EQ(p.breaker_cooldown_s, 10);
+  EXPECT_EQ(p.ca_file, "/tmp/ca.pem");
+  EXPECT_EQ(ProviderTarget(p, "/v1/chat/completions"), "/v1/chat/completions");
+  ProviderConfig root = p;
+  root.base_path = "";
+  EXPECT_EQ(ProviderTarget(root, "/v1/completions"), "/completions");
+}
+
+TEST(ProviderConfigTest, DefaultPortsAndErrors) {
+  auto c = ParseGatewayConfig(
+      "providers:\n  - {name: a, model: x, serves_model: m, base_url: "
+      "\"https://h\", api_key_file: /k}\n"
+      "  - {name: b, model: x, serves_model: m, base_url: \"http://h\", api_key_env: K}\n");
+  EXPECT_EQ(c.providers[0].port, 443);
+  EXPECT_EQ(c.providers[0].base_path, "");
+  EXPECT_FALSE(c.providers[1].tls);
+  EXPECT_EQ(c.providers[1].port, 80);
+  EXPECT_NE(ErrorOf("providers:\n  - {name: a, model: x, serves_model: m, base_url: "
+                    "\"ftp://h\", api_key_env: K}\n")
+                .find("providers[0].base_url"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("providers:\n  - {name: a, model: x, serves_model: m, base_url: "
+                    "\"https://h\"}\n")
+                .find("providers[0].api_key_env"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("providers:\n  - {name: a, model: x, base_url: \"https://h\", "
+                    "api_key_env: K}\n")
+                .find("providers[0].serves_model"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("providers:\n  - {name: a, model: x, serves_model: m, base_url: "
+                    "\"https://h\", api_key: sk-plain}\n")
+                .find("providers[0].api_key: unknown field"),
+            std::string::npos);
+}
+
+TEST(ProviderConfigTest, LoadsKeyFromEnvOrFile) {
+  auto c = ParseGatewayConfig(kProvider);
+  setenv("KINFERENCE_TEST_KEY", " sk-env\n", 1);
+  EXPECT_EQ(LoadProviderApiKey(c.providers[0], "providers[0]"), "sk-env");
+  unsetenv("KINFERENCE_TEST_KEY");
+  try {
+    LoadProviderApiKey(c.providers[0], "providers[0]");
+    ADD_FAILURE() << "no error for an unset variable";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("providers[0].api_key_env"), std::string::npos);
+  }
+  ProviderConfig p = c.providers[0];
+  p.api_key_env.clear();
+  p.api_key_file = (std::filesystem::temp_directory_path() / "kinference-test-key").string();
+  { std::ofstream(p.api_key_file) << "sk-file\n"; }
+  EXPECT_EQ(LoadProviderApiKey(p, "providers[0]"), "sk-file");
+  std::filesystem::remove(p.api_key_file);
+  EXPECT_THROW(LoadProviderApiKey(p, "providers[0]"), ConfigError);
+}
+
+TEST(CircuitBreakerTest, OpensAfterNFailuresAndHalfOpensAfterCooldown) {
+  CircuitBreaker b(3, 10.0);
+  EXPECT_FALSE(b.OnFailure(0));
+  b.OnSuccess();  // a success resets the count
+  EXPECT_FALSE(b.OnFailure(1));
+  EXPECT_FALSE(b.OnFailure(2));
+  EXPECT_TRUE(b.OnFailure(3));
+  EXPECT_TRUE(b.open());
+  EXPECT_FALSE(b.MaybeClose(12.9));
+  EXPECT_TRUE(b.MaybeClose(13.0));
+  EXPECT_FALSE(b.open());
+  EXPECT_TRUE(b.OnFailure(14));  // half-open: one failure opens it again
+  EXPECT_TRUE(b.MaybeClose(24));
+  b.OnSuccess();
+  EXPECT_FALSE(b.OnFailure(25));
+  EXPECT_FALSE(b.open());
+}
+
+}  // namespace
+}  // namespace kinference::gateway

@@ -1,0 +1,57 @@
+// Test helpers for TLS: a throwaway self-signed certificate made at test time with the
+// openssl CLI (never committed; the key lives in a temp directory) and a tiny HTTPS
+// server on Beast that plays an OpenAI-compatible provider: it records what it was sent
+// (Authorization, target, body, SNI) and answers chat completions with `status`.
+//
+// Thread-safety: the server runs its own thread; accessors lock.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace kinference::testing {
+
+struct TestCert {
+  std::string cert_file;          // PEM certificate (self-signed, CA:TRUE), usable as a ca_file
+  std::string key_file;           // PEM private key
+  std::shared_ptr<void> cleanup;  // removes the temp directory with the last copy
+};
+
+// A certificate for IP 127.0.0.1 and DNS localhost under a fresh temp directory.
+// Empty paths when the openssl CLI failed.
+TestCert MakeTestCert(const std::string& name);
+
+class TlsFakeServer {
+ public:
+  explicit TlsFakeServer(const TestCert& cert);
+  ~TlsFakeServer();
+  uint16_t port() const { return port_; }
+  void set_status(int status) { status_ = status; }
+  int requests() const { return requests_; }
+  std::string last_authorization() const;
+  std::string last_target() const;
+  std::string last_body() const;
+  std::string last_sni() const;
+
+ private:
+  void Serve();
+
+  boost::asio::io_context io_;
+  boost::asio::ssl::context ssl_;
+  std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+  uint16_t port_ = 0;
+  std::atomic<int> status_{200};
+  std::atomic<int> requests_{0};
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex mu_;
+  std::string authorization_, target_, body_, sni_;
+  std::thread thread_;
+};
+
+}  // namespace kinference::testing
