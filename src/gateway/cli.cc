@@ -34,8 +34,7 @@ int Run(const std::string& config_path, double drain_timeout_s) {
   }
   auto port = gateway->Start();
   if (!port.ok()) {
-    spdlog::error("gateway: cannot listen on {}:{}: {}", config.listen_address, config.listen_port,
-                  port.status().message());
+    spdlog::error("gateway: {}", port.status().message());
     return 1;
   }
   std::cout << "gateway listening on " << config.listen_address << ":" << *port << std::endl;

@@ -8,11 +8,13 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/status.h"
 #include "gateway/config.h"
 #include "gateway/provider.h"
 #include "gateway/stats.h"
@@ -36,6 +38,14 @@ struct Endpoint {
   const char* endpoint_class() const { return provider ? "provider" : "local"; }
 };
 
+// A request the gateway is serving, as seen by a drain (proxy.cc implements it).
+class InFlightRequest {
+ public:
+  virtual ~InFlightRequest() = default;
+  // Ends the request with `status`; false if it had already finished.
+  virtual bool Abort(const Status& status) = 0;
+};
+
 struct GatewayContext {
   // Throws ConfigError when config.strategy is not one of the router's strategies.
   GatewayContext(GatewayConfig config, boost::asio::any_io_executor executor);
@@ -47,6 +57,8 @@ struct GatewayContext {
   Stats stats;
   std::vector<Endpoint> endpoints;
   uint64_t next_request_id = 1;
+  // Requests in flight, for AbortInFlight (expired entries are pruned on insert).
+  std::vector<std::weak_ptr<InFlightRequest>> in_flight;
 
   const Endpoint* Find(const std::string& id) const;
   Endpoint* FindMutable(const std::string& id);

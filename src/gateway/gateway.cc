@@ -72,6 +72,7 @@ Result<uint16_t> Gateway::Start() {
 void Gateway::Drain(double grace_s, std::function<void()> done) {
   if (draining_) {  // a second request (signal): stop at once
     if (done) drain_done_ = std::move(done);
+    aborted_ = true;
     return FinishDrain();
   }
   draining_ = true;
@@ -99,14 +100,21 @@ void Gateway::PollDrain(std::chrono::steady_clock::time_point deadline) {
 }
 
 void Gateway::FinishDrain() {
-  if (drain_timer_) drain_timer_->cancel();
   size_t left = ActiveRequests();
-  if (left > 0) spdlog::warn("gateway: drain ended; aborting {} request(s)", left);
-  Stop();
-  if (auto done = std::move(drain_done_)) {
-    drain_done_ = nullptr;
-    done();
+  if (left > 0 && !aborted_) {
+    // Grace over: end what is left with an error (streams get the SSE error event) and
+    // give those last bytes up to kAbortFlush to reach the clients before closing.
+    constexpr auto kAbortFlush = std::chrono::seconds(1);  // our choice; loopback/LAN
+    aborted_ = true;
+    size_t n = AbortInFlight(
+        *ctx_, Status(ErrorCode::kUnavailable, "The gateway is shutting down (drain timeout)."));
+    spdlog::warn("gateway: drain grace over; aborted {} request(s)", n);
+    return PollDrain(std::chrono::steady_clock::now() + kAbortFlush);
   }
+  if (left > 0) spdlog::warn("gateway: closing {} connection(s) still busy", left);
+  auto done = std::move(drain_done_);
+  Stop();  // clears drain_done_
+  if (done) done();
 }
 
 size_t Gateway::ActiveRequests() const { return server_ ? server_->ActiveRequests() : 0; }

@@ -9,8 +9,9 @@
 //
 // Graceful drain (Drain; SIGTERM/SIGINT in cli.cc, for Kubernetes rolling updates): new
 // connections are refused at once, in-flight requests finish, new requests on kept-alive
-// connections get 503; when none remain, or after the grace period, the gateway stops
-// (hard-closing what is left) and calls `done`.
+// connections get 503; when none remain the gateway stops and calls `done`. After the
+// grace period what is left is ended with an error (streams: the SSE error event; see
+// AbortInFlight in proxy.h), given up to 1 s to flush, then closed.
 //
 // Thread-safety: construct, Start, Drain and Stop on the thread that runs the io_context;
 // the gateway runs everything on that one thread.
@@ -56,6 +57,7 @@ class Gateway {
   std::unique_ptr<boost::asio::steady_timer> drain_timer_;
   std::function<void()> drain_done_;
   bool draining_ = false;
+  bool aborted_ = false;  // in-flight requests were ended after the grace period
 
   void PollDrain(std::chrono::steady_clock::time_point deadline);
   void FinishDrain();

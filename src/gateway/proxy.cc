@@ -17,7 +17,7 @@ namespace {
 // take well under a second; a longer wait means the endpoint is down.
 constexpr double kConnectTimeoutS = 3.0;
 
-class Exchange : public std::enable_shared_from_this<Exchange> {
+class Exchange : public InFlightRequest, public std::enable_shared_from_this<Exchange> {
  public:
   Exchange(std::shared_ptr<GatewayContext> ctx, std::shared_ptr<http::ResponseWriter> writer,
            ParsedRequest request, routing::RequestFeatures features, std::string strategy,
@@ -35,6 +35,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
   void Start() {
     std::weak_ptr<Exchange> weak = weak_from_this();
+    std::erase_if(ctx_->in_flight, [](const auto& w) { return w.expired(); });
+    ctx_->in_flight.push_back(weak);
     writer_->OnClose([weak] {
       if (auto self = weak.lock()) self->OnClientClosed();
     });
@@ -242,6 +244,30 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     Finish(ok ? routing::Outcome::kSuccess : routing::Outcome::kError, ok ? "success" : "error");
   }
 
+ public:
+  // AbortInFlight: ends the request with `s`; false if it had already finished.
+  bool Abort(const Status& s) override {
+    if (finished_) return false;
+    spdlog::warn("request {}: aborted: {}", base_request_id_, s.message());
+    finished_ = true;  // the cancelled call's completion is ignored
+    if (call_) {
+      auto call = call_;
+      call->Cancel();
+    }
+    if (response_started_) {
+      writer_->Write(codec_ ? codec_->OnStreamError(s) : http::FormatSse(http::OpenAiErrorBody(s)));
+      writer_->End();
+    } else if (codec_) {
+      codec_->SendError(*writer_, s, RoutedHeaders());
+    } else {
+      writer_->Send(HttpStatusFor(s.code()), "application/json", http::OpenAiErrorBody(s),
+                    RoutedHeaders());
+    }
+    Finish(routing::Outcome::kError, "error");
+    return true;
+  }
+
+ private:
   void OnClientClosed() {
     if (finished_) return;
     spdlog::info("request {}: client disconnected; cancelling upstream", base_request_id_);
@@ -326,6 +352,17 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 };
 
 }  // namespace
+
+size_t AbortInFlight(GatewayContext& ctx, const Status& status) {
+  std::vector<std::shared_ptr<InFlightRequest>> live;
+  for (auto& w : ctx.in_flight) {
+    if (auto e = w.lock()) live.push_back(std::move(e));
+  }
+  ctx.in_flight.clear();
+  size_t n = 0;
+  for (auto& e : live) n += e->Abort(status) ? 1 : 0;
+  return n;
+}
 
 void HandleCompletion(const std::shared_ptr<GatewayContext>& ctx, ApiKind kind,
                       http::Request request, std::shared_ptr<http::ResponseWriter> writer) {

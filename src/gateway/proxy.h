@@ -73,4 +73,9 @@ void HandleParsed(const std::shared_ptr<GatewayContext>& ctx, ParsedRequest requ
                   std::shared_ptr<http::ResponseWriter> writer,
                   std::shared_ptr<ResponseCodec> codec);
 
+// Ends every request of `ctx` still in flight with `status` (graceful drain's grace
+// period ran out): a started stream gets the SSE error event and ends, a request not yet
+// answered gets the error response; upstream calls are cancelled. Returns how many.
+size_t AbortInFlight(GatewayContext& ctx, const Status& status);
+
 }  // namespace kinference::gateway

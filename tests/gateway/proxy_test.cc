@@ -374,6 +374,24 @@ TEST_F(ProxyTest, DrainFinishesInFlightStreamAndRefusesNewWork) {
   drained.get_future().wait();
 }
 
+// The grace period runs out: the stream still in flight ends with the SSE error event.
+TEST_F(ProxyTest, DrainTimeoutEndsStreamWithErrorEvent) {
+  auto& hang = AddFake(FakeMode::kHang);
+  StartGateway({Url(hang.port())});
+  auto stream = std::async(std::launch::async, [&] { return Post(kStreamChat); });
+  for (int i = 0; i < 2000 && hang.requests() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // hang guard, not a bound
+  ASSERT_EQ(hang.requests(), 1);
+  std::promise<void> drained;
+  boost::asio::post(io_, [&] { gateway_->Drain(0.1, [&] { drained.set_value(); }); });
+  auto r = stream.get();
+  EXPECT_EQ(r.status, 200);
+  auto events = Events(r.body);
+  ASSERT_FALSE(events.empty()) << r.body;
+  EXPECT_TRUE(json::parse(events.back()).at("error").is_object()) << r.body;
+  drained.get_future().wait();
+}
+
 TEST_F(ProxyTest, ScraperMarksEndpointsUnhealthyAndHealthyAgain) {
   auto& fake = AddFake(FakeMode::kOk);
   uint16_t port = fake.port();
