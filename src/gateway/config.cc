@@ -7,42 +7,16 @@
 #include <set>
 #include <sstream>
 
+#include "gateway/config_fields.h"
+
 namespace kinference::gateway {
 namespace {
 
-[[noreturn]] void Fail(const std::string& field, const std::string& what) {
-  throw ConfigError("gateway config: " + field + ": " + what);
-}
-
-void CheckKeys(const YAML::Node& node, const std::string& where,
-               const std::set<std::string>& allowed) {
-  for (const auto& kv : node) {
-    std::string key = kv.first.as<std::string>();
-    if (!allowed.count(key)) Fail(where.empty() ? key : where + "." + key, "unknown field");
-  }
-}
-
-template <typename T>
-T Scalar(const YAML::Node& node, const std::string& field, const char* expected) {
-  if (!node.IsScalar()) Fail(field, std::string("expected ") + expected);
-  try {
-    return node.as<T>();
-  } catch (const YAML::Exception&) {
-    Fail(field, std::string("expected ") + expected + ", got '" + node.Scalar() + "'");
-  }
-}
-
-double Positive(const YAML::Node& node, const std::string& field) {
-  double v = Scalar<double>(node, field, "a number");
-  if (!(v > 0)) Fail(field, "must be > 0");
-  return v;
-}
-
-std::string NonEmptyString(const YAML::Node& node, const std::string& field) {
-  auto s = Scalar<std::string>(node, field, "a string");
-  if (s.empty()) Fail(field, "must not be empty");
-  return s;
-}
+using config_fields::CheckKeys;
+using config_fields::Fail;
+using config_fields::NonEmptyString;
+using config_fields::Positive;
+using config_fields::Scalar;
 
 PoolConfig ParsePool(const YAML::Node& node, const std::string& where) {
   if (!node.IsMap()) Fail(where, "expected a map with name, model, endpoints");

@@ -9,39 +9,16 @@
 #include <sstream>
 
 #include "gateway/config.h"
+#include "gateway/config_fields.h"
 
 namespace kinference::gateway {
 namespace {
 
-[[noreturn]] void Fail(const std::string& field, const std::string& what) {
-  throw ConfigError("gateway config: " + field + ": " + what);
-}
-
-void CheckKeys(const YAML::Node& node, const std::string& where,
-               const std::set<std::string>& allowed) {
-  for (const auto& kv : node) {
-    std::string key = kv.first.as<std::string>();
-    if (!allowed.count(key)) Fail(where + "." + key, "unknown field");
-  }
-}
-
-std::string String(const YAML::Node& node, const std::string& field) {
-  if (!node) Fail(field, "missing");
-  if (!node.IsScalar() || node.Scalar().empty()) Fail(field, "expected a non-empty string");
-  return node.Scalar();
-}
-
-double Number(const YAML::Node& node, const std::string& field, bool allow_zero) {
-  double v = 0;
-  try {
-    if (!node.IsScalar()) Fail(field, "expected a number");
-    v = node.as<double>();
-  } catch (const YAML::Exception&) {
-    Fail(field, "expected a number");
-  }
-  if (allow_zero ? !(v >= 0) : !(v > 0)) Fail(field, allow_zero ? "must be >= 0" : "must be > 0");
-  return v;
-}
+using config_fields::CheckKeys;
+using config_fields::Fail;
+using config_fields::NonEmptyString;
+using config_fields::NonNegative;
+using config_fields::Positive;
 
 void ParseBaseUrl(ProviderConfig& p, const std::string& field) {
   std::string_view rest(p.base_url);
@@ -84,19 +61,20 @@ ProviderConfig ParseProvider(const YAML::Node& node, const std::string& where) {
             {"name", "model", "serves_model", "base_url", "api_key_env", "api_key_file",
              "timeout_s", "retries_before_first_byte", "circuit_breaker", "ca_file"});
   ProviderConfig p;
-  p.name = String(node["name"], where + ".name");
-  p.model = String(node["model"], where + ".model");
-  p.serves_model = String(node["serves_model"], where + ".serves_model");
-  p.base_url = String(node["base_url"], where + ".base_url");
+  p.name = NonEmptyString(node["name"], where + ".name");
+  p.model = NonEmptyString(node["model"], where + ".model");
+  p.serves_model = NonEmptyString(node["serves_model"], where + ".serves_model");
+  p.base_url = NonEmptyString(node["base_url"], where + ".base_url");
   ParseBaseUrl(p, where + ".base_url");
-  if (node["api_key_env"]) p.api_key_env = String(node["api_key_env"], where + ".api_key_env");
-  if (node["api_key_file"]) p.api_key_file = String(node["api_key_file"], where + ".api_key_file");
+  if (node["api_key_env"])
+    p.api_key_env = NonEmptyString(node["api_key_env"], where + ".api_key_env");
+  if (node["api_key_file"])
+    p.api_key_file = NonEmptyString(node["api_key_file"], where + ".api_key_file");
   if (p.api_key_env.empty() == p.api_key_file.empty())
     Fail(where + ".api_key_env", "give exactly one of api_key_env and api_key_file");
-  if (node["timeout_s"]) p.timeout_s = Number(node["timeout_s"], where + ".timeout_s", false);
+  if (node["timeout_s"]) p.timeout_s = Positive(node["timeout_s"], where + ".timeout_s");
   if (node["retries_before_first_byte"]) {
-    double r =
-        Number(node["retries_before_first_byte"], where + ".retries_before_first_byte", true);
+    double r = NonNegative(node["retries_before_first_byte"], where + ".retries_before_first_byte");
     if (r != static_cast<int>(r) || r > 10)
       Fail(where + ".retries_before_first_byte", "expected an integer 0..10");
     p.retries_before_first_byte = static_cast<int>(r);
@@ -106,13 +84,13 @@ ProviderConfig ParseProvider(const YAML::Node& node, const std::string& where) {
     if (!cb.IsMap()) Fail(w, "expected a map with failures, cooldown_s");
     CheckKeys(cb, w, {"failures", "cooldown_s"});
     if (cb["failures"]) {
-      double f = Number(cb["failures"], w + ".failures", false);
+      double f = Positive(cb["failures"], w + ".failures");
       if (f != static_cast<int>(f)) Fail(w + ".failures", "expected an integer");
       p.breaker_failures = static_cast<int>(f);
     }
-    if (cb["cooldown_s"]) p.breaker_cooldown_s = Number(cb["cooldown_s"], w + ".cooldown_s", false);
+    if (cb["cooldown_s"]) p.breaker_cooldown_s = Positive(cb["cooldown_s"], w + ".cooldown_s");
   }
-  if (node["ca_file"]) p.ca_file = String(node["ca_file"], where + ".ca_file");
+  if (node["ca_file"]) p.ca_file = NonEmptyString(node["ca_file"], where + ".ca_file");
   return p;
 }
 

@@ -7,18 +7,13 @@
 #include <boost/beast/core/string.hpp>
 
 #include "gateway/config.h"
+#include "gateway/config_fields.h"
 
 namespace kinference::gateway {
 namespace {
 
-[[noreturn]] void Fail(const std::string& field, const std::string& what) {
-  throw ConfigError("gateway config: " + field + ": " + what);
-}
-
-std::string String(const YAML::Node& node, const std::string& field) {
-  if (!node.IsScalar() || node.Scalar().empty()) Fail(field, "expected a non-empty string");
-  return node.Scalar();
-}
+using config_fields::Fail;
+using config_fields::NonEmptyString;
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -92,21 +87,21 @@ TenantsConfig ParseTenantsConfig(const YAML::Node& node, const std::string& wher
       if (!k["sha256"]) Fail(f + ".sha256", "missing");
       if (!k["tenant"]) Fail(f + ".tenant", "missing");
       TenantKey tk;
-      if (!FromHex(String(k["sha256"], f + ".sha256"), tk.sha256))
+      if (!FromHex(NonEmptyString(k["sha256"], f + ".sha256"), tk.sha256))
         Fail(f + ".sha256", "expected 64 hex digits (the SHA-256 of the key, not the key)");
-      tk.tenant = String(k["tenant"], f + ".tenant");
+      tk.tenant = NonEmptyString(k["tenant"], f + ".tenant");
       c.keys.push_back(std::move(tk));
     }
   }
   if (node["anonymous_tenant"])
-    c.anonymous_tenant = String(node["anonymous_tenant"], where + ".anonymous_tenant");
+    c.anonymous_tenant = NonEmptyString(node["anonymous_tenant"], where + ".anonymous_tenant");
   if (const auto t = node["trust_tenant_header"]) {
     if (!t.IsScalar() || (t.Scalar() != "true" && t.Scalar() != "false"))
       Fail(where + ".trust_tenant_header", "expected true or false");
     c.trust_tenant_header = t.Scalar() == "true";
   }
   if (node["tenant_header"])
-    c.tenant_header = String(node["tenant_header"], where + ".tenant_header");
+    c.tenant_header = NonEmptyString(node["tenant_header"], where + ".tenant_header");
   return c;
 }
 

@@ -1,0 +1,40 @@
+// Field readers shared by the gateway's YAML config parsers (config.cc, tenants.cc,
+// provider.cc): each failure throws ConfigError naming the field path, e.g.
+// "gateway config: providers[0].timeout_s: must be > 0". Start-up only (exceptions are
+// allowed there, never on the request path).
+//
+// Thread-safety: stateless functions.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+#include <string>
+
+#include "gateway/config.h"
+
+namespace kinference::gateway::config_fields {
+
+[[noreturn]] void Fail(const std::string& field, const std::string& what);
+
+// Fails on any key of the map `node` not in `allowed`; `where` prefixes the field path.
+void CheckKeys(const YAML::Node& node, const std::string& where,
+               const std::set<std::string>& allowed);
+
+// A scalar converted to T; `expected` names the type in the error ("an integer").
+template <typename T>
+T Scalar(const YAML::Node& node, const std::string& field, const char* expected) {
+  if (!node || !node.IsScalar()) Fail(field, std::string("expected ") + expected);
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    Fail(field, std::string("expected ") + expected + ", got '" + node.Scalar() + "'");
+  }
+}
+
+double Positive(const YAML::Node& node, const std::string& field);     // > 0
+double NonNegative(const YAML::Node& node, const std::string& field);  // >= 0
+// A non-empty string; "missing" when the node is absent.
+std::string NonEmptyString(const YAML::Node& node, const std::string& field);
+
+}  // namespace kinference::gateway::config_fields
