@@ -11,6 +11,7 @@
 
 #include "fake_upstream.h"
 #include "gateway/gateway.h"
+#include "gateway_harness.h"
 #include "http/client.h"
 #include "http/sse.h"
 
@@ -28,59 +29,29 @@ const std::string kMessage =
 const std::string kStreamMessage =
     R"({"model":"m","max_tokens":16,"stream":true,"messages":[{"role":"user","content":"hello"}]})";
 
-class AnthropicProxyTest : public ::testing::Test {
+class AnthropicProxyTest : public testing::GatewayHarness {
  protected:
   static std::string Url(uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
 
   void StartGateway(std::vector<std::string> urls) {
+    for (auto& f : fakes_) {
+      FakeUpstream* fake = f.get();
+      OnStop([fake] { fake->Stop(); });
+    }
     GatewayConfig c;
-    c.listen_port = 0;
     c.max_body_bytes = 1 << 20;
     c.scrape_interval_s = 0.2;
     PoolConfig pool{"p", "m", {}};
     for (const auto& u : urls) pool.endpoints.push_back(ParseEndpointUrl(u, "test"));
     c.pools.push_back(pool);
-    gateway_ = std::make_unique<Gateway>(io_, c);
-    auto port = gateway_->Start();
-    ASSERT_TRUE(port.ok()) << port.status().message();
-    port_ = *port;
-    thread_ = std::thread([this] { io_.run(); });
-  }
-
-  void TearDown() override {
-    std::promise<void> stopped;
-    if (thread_.joinable()) {
-      boost::asio::post(io_, [&] {
-        if (gateway_) gateway_->Stop();
-        for (auto& f : fakes_) f->Stop();
-        stopped.set_value();
-      });
-      stopped.get_future().wait();
-    }
-    work_.reset();
-    io_.stop();
-    if (thread_.joinable()) thread_.join();
+    Start(c);
   }
 
   http::Response Post(std::string body, std::string path = "/v1/messages") {
-    http::ClientRequest r;
-    r.method = "POST";
-    r.port = port_;
-    r.target = std::move(path);
-    r.body = std::move(body);
-    r.header_timeout_s = 30;  // hang guard only
-    auto res = http::FetchSync(r);
-    EXPECT_TRUE(res.ok()) << res.status().message();
-    return res.ok() ? *res : http::Response{};
+    return Call("POST", std::move(path), std::move(body));
   }
 
-  boost::asio::io_context io_;
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_{
-      io_.get_executor()};
   std::vector<std::unique_ptr<FakeUpstream>> fakes_;
-  std::unique_ptr<Gateway> gateway_;
-  uint16_t port_ = 0;
-  std::thread thread_;
 };
 
 // (event, data) pairs of an SSE body.

@@ -10,6 +10,7 @@
 
 #include "fake_upstream.h"
 #include "gateway/gateway.h"
+#include "gateway_harness.h"
 #include "http/client.h"
 
 namespace kinference::gateway {
@@ -28,18 +29,20 @@ const std::string kStreamChatUsage =
     R"({"model":"m","stream":true,"stream_options":{"include_usage":true},)"
     R"("messages":[{"role":"user","content":"hello"}]})";
 
-class ProxyTest : public ::testing::Test {
+class ProxyTest : public testing::GatewayHarness {
  protected:
   FakeUpstream& AddFake(FakeMode mode) {
-    fakes_.push_back(std::make_unique<FakeUpstream>(io_, mode));
-    return *fakes_.back();
+    fakes_.push_back(std::make_unique<FakeUpstream>(io(), mode));
+    FakeUpstream* fake = fakes_.back().get();
+    OnStop([fake] { fake->Stop(); });
+    return *fake;
   }
   static std::string Url(uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
 
-  // Starts the gateway with one pool "p" serving model "m" on `urls`.
+  // Starts the gateway with one pool "p" serving model "m" on `urls` (and a pool "q"
+  // serving "m2" on the first of them).
   void StartGateway(std::vector<std::string> urls, size_t max_body_bytes = 1 << 20) {
     GatewayConfig c;
-    c.listen_port = 0;
     c.max_body_bytes = max_body_bytes;
     c.scrape_interval_s = 0.2;
     PoolConfig pool{"p", "m", {}};
@@ -47,59 +50,10 @@ class ProxyTest : public ::testing::Test {
       pool.endpoints.push_back(ParseEndpointUrl(urls[i], "test"));
     c.pools.push_back(pool);
     c.pools.push_back(PoolConfig{"q", "m2", {ParseEndpointUrl(urls[0], "test")}});
-    gateway_ = std::make_unique<Gateway>(io_, c);
-    auto port = gateway_->Start();
-    ASSERT_TRUE(port.ok()) << port.status().message();
-    port_ = *port;
-    thread_ = std::thread([this] { io_.run(); });
+    Start(c);
   }
 
-  void TearDown() override {
-    std::promise<void> stopped;
-    if (thread_.joinable()) {
-      boost::asio::post(io_, [&] {
-        if (gateway_) gateway_->Stop();
-        for (auto& f : fakes_) f->Stop();
-        stopped.set_value();
-      });
-      stopped.get_future().wait();
-    }
-    work_.reset();
-    io_.stop();
-    if (thread_.joinable()) thread_.join();
-  }
-
-  http::Response Call(std::string method, std::string path, std::string body = {},
-                      http::Headers headers = {}) {
-    http::ClientRequest r;
-    r.method = std::move(method);
-    r.port = port_;
-    r.target = std::move(path);
-    r.body = std::move(body);
-    r.headers = std::move(headers);
-    r.header_timeout_s = 30;  // hang guard only
-    auto res = http::FetchSync(r);
-    EXPECT_TRUE(res.ok()) << res.status().message();
-    return res.ok() ? *res : http::Response{};
-  }
-  http::Response Post(std::string body, http::Headers headers = {}) {
-    return Call("POST", "/v1/chat/completions", std::move(body), std::move(headers));
-  }
-  double Metric(const std::string& series_prefix) {
-    std::string text = Call("GET", "/metrics").body;
-    size_t at = text.find(series_prefix);
-    if (at == std::string::npos) return 0;
-    size_t sp = text.find(' ', at + series_prefix.size());
-    return std::stod(text.substr(sp + 1, text.find('\n', sp) - sp - 1));
-  }
-
-  boost::asio::io_context io_;
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_{
-      io_.get_executor()};
   std::vector<std::unique_ptr<FakeUpstream>> fakes_;
-  std::unique_ptr<Gateway> gateway_;
-  uint16_t port_ = 0;
-  std::thread thread_;
 };
 
 // Data payloads of an SSE body, in order.
