@@ -197,22 +197,10 @@ boost::json::object Summarize(const std::string& scenario, const Condition& c,
   info.duration_s = duration;
   bench::Summary s = bench::Summarize(records, info);
 
-  boost::json::object o;
+  // The bench summary's fields (bench/report.h), plus the scenario's own.
+  boost::json::object o = bench::SummaryJson(s);
   o["scenario"] = scenario;
-  o["workload"] = c.workload;
-  o["label"] = c.label;
-  o["strategy"] = strategy;
   o["trials"] = trials.size();
-  o["requests"] = s.requests;
-  o["errors"] = s.errors;
-  o["ttft_p50_s"] = Num(s.ttft_p50_s);
-  o["ttft_p90_s"] = Num(s.ttft_p90_s);
-  o["ttft_p99_s"] = Num(s.ttft_p99_s);
-  o["e2e_p50_s"] = Num(s.e2e_p50_s);
-  o["e2e_p90_s"] = Num(s.e2e_p90_s);
-  o["itl_p50_s"] = Num(s.itl_p50_s);
-  o["cached_token_ratio"] = Num(s.cached_token_ratio);
-  o["throughput_rps"] = Num(s.throughput_rps);
   std::vector<double> ttfts;
   for (const auto& r : records)
     if (r.ok() && r.ttft_s >= 0) ttfts.push_back(r.ttft_s);
