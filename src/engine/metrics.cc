@@ -4,19 +4,10 @@
 #include <charconv>
 #include <cmath>
 
+#include "common/prometheus_text.h"
+
 namespace kinference::engine {
 namespace {
-
-// Bucket upper bounds from vLLM V1 (vllm/v1/metrics/loggers.py, PrometheusStatLogger).
-const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
-                                          0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
-                                          20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
-const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
-                                         0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
-// `request_latency_buckets`: e2e, queue, inference, prefill and decode time.
-const std::vector<double> kRequestLatencyBuckets = {
-    0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
-    30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
 // A number the way Python's prometheus_client writes it: shortest round-trip repr, with
 // ".0" on integral values ("3.0", "0.001", "2560.0", "+Inf").
@@ -33,7 +24,8 @@ std::string Num(double v) {
 class Writer {
  public:
   Writer(const std::string& model, const std::string& engine)
-      : labels_("model_name=\"" + Escape(model) + "\",engine=\"" + Escape(engine) + "\"") {}
+      : labels_("model_name=\"" + EscapeLabelValue(model) + "\",engine=\"" +
+                EscapeLabelValue(engine) + "\"") {}
 
   void Header(const std::string& name, const char* type, const char* help) {
     out_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
@@ -60,18 +52,6 @@ class Writer {
     Sample(name + "_count", static_cast<double>(h.count));
     Sample(name + "_sum", h.sum);
   }
-  static std::string Escape(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-      if (c == '\\' || c == '"') out += '\\';
-      if (c == '\n') {
-        out += "\\n";
-        continue;
-      }
-      out += c;
-    }
-    return out;
-  }
   std::string& out() { return out_; }
 
  private:
@@ -93,10 +73,10 @@ void Histogram::Observe(double v) {
 }
 
 EngineMetrics::EngineMetrics()
-    : time_to_first_token_seconds(kTtftBuckets),
-      inter_token_latency_seconds(kItlBuckets),
-      e2e_request_latency_seconds(kRequestLatencyBuckets),
-      request_queue_time_seconds(kRequestLatencyBuckets) {}
+    : time_to_first_token_seconds(kVllmTtftBuckets),
+      inter_token_latency_seconds(kVllmItlBuckets),
+      e2e_request_latency_seconds(kVllmRequestLatencyBuckets),
+      request_queue_time_seconds(kVllmRequestLatencyBuckets) {}
 
 std::string RenderPrometheus(const EngineMetrics& m, const HardwareProfile& profile,
                              const std::string& model_name, const std::string& engine_label) {

@@ -5,17 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/prometheus_text.h"
+
 namespace kinference::gateway {
 
-// vLLM V1 (vllm/v1/metrics/loggers.py) bucket bounds.
-const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
-                                          0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
-                                          20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
-const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
-                                         0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
-const std::vector<double> kE2eBuckets = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
-                                         5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
-                                         60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 // Ours: TTFT-scale magnitudes (1 ms .. 10 s), mirrored around 0.
 const std::vector<double> kPredictionAbsErrorBuckets = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
                                                         0.25,  0.5,   1.0,  2.5,   5.0,  10.0};
@@ -57,22 +50,6 @@ void Header(std::string& out, const std::string& name, const std::string& help,
 }
 
 }  // namespace
-
-std::string EscapeLabelValue(const std::string& v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '"')
-      out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
-  }
-  return out;
-}
 
 CounterFamily::CounterFamily(std::string name, std::string help, std::vector<std::string> labels,
                              std::string type)
@@ -134,13 +111,13 @@ void HistogramFamily::Expose(std::string& out) const {
 Stats::Stats()
     : ttft_("kinference_time_to_first_token_seconds",
             "Time from request arrival at the gateway to the first content token.", {"model"},
-            kTtftBuckets),
+            kVllmTtftBuckets),
       itl_("kinference_inter_token_latency_seconds",
            "Time between consecutive content chunks of a streamed response.", {"model"},
-           kItlBuckets),
+           kVllmItlBuckets),
       e2e_("kinference_e2e_request_latency_seconds",
            "Time from request arrival at the gateway to the end of its response.", {"model"},
-           kE2eBuckets),
+           kVllmRequestLatencyBuckets),
       prompt_tokens_("kinference_prompt_tokens_total", "Prompt tokens (upstream usage).",
                      {"tenant", "model"}),
       cached_tokens_("kinference_cached_tokens_total",

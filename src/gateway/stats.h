@@ -24,14 +24,13 @@
 #include <string>
 #include <vector>
 
+#include "common/prometheus_text.h"
 #include "routing/router.h"
 
 namespace kinference::gateway {
 
-// Bucket upper bounds (the +Inf bucket is implicit).
-extern const std::vector<double> kTtftBuckets;
-extern const std::vector<double> kItlBuckets;
-extern const std::vector<double> kE2eBuckets;
+// Bucket upper bounds (the +Inf bucket is implicit). TTFT, ITL and e2e histograms use
+// vLLM V1's bounds (common/prometheus_text.h), so gateway and engine histograms compare.
 extern const std::vector<double> kPredictionErrorBuckets;     // symmetric around 0
 extern const std::vector<double> kPredictionAbsErrorBuckets;  // positive half
 
@@ -105,7 +104,7 @@ class Stats {
   CounterFamily endpoint_healthy_;
 };
 
-// Escapes a label value for the text format (backslash, double quote, newline).
-std::string EscapeLabelValue(const std::string& v);
+// Label values are escaped with kinference::EscapeLabelValue (common/prometheus_text.h).
+using kinference::EscapeLabelValue;
 
 }  // namespace kinference::gateway
