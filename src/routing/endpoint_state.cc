@@ -37,8 +37,8 @@ bool EndpointState::ObserveMetrics(const MetricsSnapshot& snap, Seconds at) {
   return restarted;
 }
 
-void EndpointState::AddPending(uint64_t seq, Seconds at, double uncached_tokens) {
-  pending_[seq] = Pending{at, std::max(0.0, uncached_tokens)};
+void EndpointState::AddPending(uint64_t seq, Seconds at, double uncached_tokens, double own_work) {
+  pending_[seq] = Pending{at, std::max(0.0, uncached_tokens), own_work};
 }
 
 void EndpointState::RemovePending(uint64_t seq, std::optional<Seconds> first_token_at) {
@@ -60,7 +60,7 @@ QueueEstimate EndpointState::EstimateQueue(Seconds now, double stale_metrics_s) 
   double rate = PrefillRate();
   Seconds free_at = head_free_at_;
   for (const auto& [seq, p] : pending_) {
-    double dur = p.uncached_tokens / rate;
+    double dur = p.own_work > 0 ? predictor.scale() * p.own_work : p.uncached_tokens / rate;
     Seconds start = std::max(free_at, p.dispatched_at);
     Seconds finish = start + dur;
     q.own_tokens += std::clamp(finish - now, 0.0, dur) * rate;

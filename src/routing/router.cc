@@ -76,6 +76,15 @@ class Router::Impl {
     v.matched_tokens =
         std::min(prompt_tokens, ratio.ToTokens(static_cast<double>(blocks * config.block_chars)));
     v.uncached_tokens = std::max(0.0, prompt_tokens - v.matched_tokens);
+    const double free_blocks =
+        static_cast<double>(e.index.capacity()) - static_cast<double>(e.index.size());
+    const double free_tokens =
+        ratio.ToTokens(std::max(0.0, free_blocks) * static_cast<double>(config.block_chars));
+    v.evicted_tokens = std::clamp(v.uncached_tokens - free_tokens, 0.0, v.uncached_tokens);
+    v.cache_fill =
+        reuse * std::clamp(static_cast<double>(e.index.size()) /
+                               static_cast<double>(std::max<size_t>(1, e.index.capacity())),
+                           0.0, 1.0);
     QueueEstimate q = e.EstimateQueue(now, config.stale_metrics_s);
     v.queued_prefill_tokens = q.total();
     v.running_seqs = q.running_seqs;
@@ -107,6 +116,10 @@ class Router::Impl {
   std::map<std::string, std::unique_ptr<Strategy>, std::less<>> strategies;
   std::unordered_map<std::string, InFlight> inflight;
   uint64_t next_seq = 0;
+  // How much traffic comes back for what caches hold: EWMA (weight kReuseAlpha) over
+  // dispatches of the expected-hit fraction of the prompt at the chosen endpoint.
+  static constexpr double kReuseAlpha = 0.05;  // memory ~20 dispatches
+  double reuse = 0;
 };
 
 Router::Router(RouterConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
@@ -217,8 +230,15 @@ void Router::OnDispatched(const RequestFeatures& features, const Decision& decis
   r.block_hashes = features.block_hashes;
   r.prompt_chars = features.prompt_chars;
 
+  const double prompt_tokens = v.matched_tokens + v.uncached_tokens;
+  if (prompt_tokens > 0)
+    impl_->reuse += Impl::kReuseAlpha * (v.matched_tokens / prompt_tokens - impl_->reuse);
   e.index.Insert(features.block_hashes);
-  e.AddPending(r.seq, now, v.uncached_tokens);
+  // Its own prefill in the predictor's shape (prefill + attention, no queue, no t0): a
+  // long prompt holds the queue for its attention too, not only for its tokens.
+  const double own_work = TtftPredictor::PriorWork(
+      TtftFeatures{0, r.features.uncached_tokens, r.features.cached_tokens, 0});
+  e.AddPending(r.seq, now, v.uncached_tokens, own_work);
   ++e.in_flight;
   impl_->inflight[features.request_id] = std::move(r);
   if (Strategy* s = impl_->GetStrategy(decision.strategy))
@@ -272,11 +292,33 @@ void Router::OnFinished(const std::string& request_id, const Usage& usage, Outco
     s->OnFinished(request_id, r.endpoint, usage, outcome, now);
 }
 
+void Router::OnCompletionText(const EndpointId& endpoint, std::span<const uint64_t> block_hashes,
+                              Seconds) {
+  auto it = impl_->endpoints.find(endpoint);
+  if (it == impl_->endpoints.end() || block_hashes.size() < 2) return;
+  it->second->index.Insert(block_hashes.first(block_hashes.size() - 1));
+}
+
 std::vector<std::string> Router::StrategyNames() const { return RegisteredStrategyNames(); }
 
 std::vector<EndpointInfo> Router::Endpoints() const {
   std::vector<EndpointInfo> out;
   for (const auto& [id, e] : impl_->endpoints) out.push_back(e->info);
+  return out;
+}
+
+std::vector<CandidateScore> Router::Score(const RequestFeatures& features,
+                                          std::span<const EndpointId> candidates,
+                                          Seconds now) const {
+  std::vector<CandidateScore> out;
+  out.reserve(candidates.size());
+  for (const auto& id : candidates) {
+    auto it = impl_->endpoints.find(id);
+    if (it == impl_->endpoints.end() || !it->second->healthy) continue;
+    CandidateView v = impl_->View(features, *it->second, now, nullptr);
+    out.push_back(CandidateScore{v.info->id, v.predicted_ttft_s, v.queue_wait_s, v.matched_tokens,
+                                 v.in_flight, v.metrics_age_s, 0.0});
+  }
   return out;
 }
 

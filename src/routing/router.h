@@ -109,9 +109,34 @@ class Router {
   void OnDispatched(const RequestFeatures& features, const Decision& decision, Seconds now);
   void OnFirstToken(const std::string& request_id, Seconds now);
   void OnFinished(const std::string& request_id, const Usage& usage, Outcome outcome, Seconds now);
+  // What a successful chat completion left in `endpoint`'s cache beyond its prompt: vLLM
+  // caches the KV of generated tokens too, and the next turn of a conversation re-sends
+  // prompt + reply, so the prefix index should hold the reply's blocks.
+  // Contract for callers (the gateway, the simulator):
+  //   endpoint      where the request ran (its Decision::endpoint);
+  //   block_hashes  ChainedBlockHashes(text, RouterConfig::block_chars) where `text` is
+  //                 the request's messages followed by one {"role": "assistant",
+  //                 "content": <the full reply text>} message, rendered exactly as for
+  //                 RequestFeatures (gateway::RenderChatText: role + "\n" + content +
+  //                 "\n" per message) - the text the next turn's rendering starts with;
+  //   when          after a kSuccess OnFinished (the order relative to it does not
+  //                 matter); not for errors or cancellations, nor for `prompt`
+  //                 (completions API) requests, whose text no later request re-renders.
+  // The last block is not recorded: vLLM caches only full blocks of computed tokens, and
+  // the reply's last token and the end-of-turn marker are computed only by the next
+  // turn. Unknown endpoints are ignored. Cost O(blocks).
+  void OnCompletionText(const EndpointId& endpoint, std::span<const uint64_t> block_hashes,
+                        Seconds now);
 
   std::vector<std::string> StrategyNames() const;
   std::vector<EndpointInfo> Endpoints() const;
+
+  // The view Pick would have of each healthy endpoint in `candidates` (unknown and
+  // unhealthy ones are left out), in the order given, without choosing or recording
+  // anything: predicted TTFT, queue wait, prefix match, in-flight count and metrics age
+  // at `now`. `score` is 0 (no strategy ran). For the gateway's policy evaluation.
+  std::vector<CandidateScore> Score(const RequestFeatures& features,
+                                    std::span<const EndpointId> candidates, Seconds now) const;
 
  private:
   class Impl;

@@ -87,20 +87,37 @@ double OwnWork(const CandidateView& v) {
   return std::max(0.0, v.predicted_ttft_s - v.queue_wait_s);
 }
 
-// Lowest predicted TTFT plus the extra prefill the choice costs the endpoint, beyond the
-// cheapest candidate's (the default); ties by in-flight.
-//
-// Pure argmin of the predicted TTFT is myopic: moving a conversation off the endpoint
-// that caches it buys this request a little time at the price of recomputing its whole
-// history, which delays every request queued behind it there and loses the cache
-// affinity of the conversation's later turns. Charging that extra work once more
-// (weight kExtraWorkWeight) keeps affinity unless the warm endpoint's queue is longer
-// than twice the extra work. Measured (kinference simulate, 3 x l40s-27b-fp8, multiturn,
-// 200 sessions, 2 trials; TTFT p50/p90): weight 0: 0.41/0.87 s at 0.15 req/s, 6.7/40 s
-// at 0.5; weight 1: 0.41/0.89 s and 1.85/27 s; weight 2: 0.41/1.07 s and 1.86/26 s.
+// Lowest predicted TTFT plus the costs the choice puts on later requests (the default);
+// ties by in-flight. Score, in seconds, for candidate i with own work w_i (its predicted
+// TTFT less the queue wait) and per-token cost p_i = w_i / uncached_i:
+//   predicted_ttft_i
+//   + kExtraWorkWeight * (w_i - min_j w_j)   extra prefill vs. the cheapest candidate
+//   + kEvictWeight * p_i * evicted_i         recomputing the cached prefixes it pushes out
+//   + kFillWeight * w_i * cache_fill_i       future load: a fuller cache attracts more
+//                                            affinity traffic (fill x recent reuse)
+// Pure argmin of the predicted TTFT is myopic three ways. (1) Moving a conversation off
+// the endpoint that caches it buys this request a little time at the price of
+// recomputing its history, which delays everyone queued behind it there and loses the
+// affinity of its later turns. (2) A cold prompt placed on an endpoint whose cache is
+// full evicts prefixes other requests will come back for. (3) Among equally cold
+// candidates, the one whose cache already holds more prefixes will get more of their
+// repeat traffic (SGLang's cache_aware router places cold requests on the smallest
+// tree for the same reason); a warm candidate has small w_i, so the term barely touches
+// affinity. The fill is scaled by how much of the traffic reuses cached prefixes: with
+// raw fill, `independent` at light load (nothing reused) preferred emptier caches over
+// idle replicas (TTFT p90 7.10 s against 6.86 s). Measured (kinference simulate --scenario
+// capacity, seed 1, 3 trials, steady-state goodput in req/min at c=32, shared-prefix / multiturn;
+// sglang 104.5 / 66.8): weights (1, 0, 0): 95.2 / 63.8; (2, 0, 0): 95.2 / 66.8; (1, 1, 0): 102.2 /
+// 64.4; (2, 1, 1): 102.7 / 66.8 (seed 11: 102.9 vs sglang 100.3); with replies learned
+// (Router::OnCompletionText) and fill x reuse: 103.4 / 66.8. Evict weight 0.5-4 and fill
+// weight 0.3-3 change it by < 2%. Earlier (multiturn, 200 sessions, TTFT
+// p50/p90): extra-work weight 0: 0.41/0.87 s at 0.15 req/s, 6.7/40 s at 0.5; weight 1:
+// 0.41/0.89 s and 1.85/27 s; weight 2: 0.41/1.07 s and 1.86/26 s.
 class PredictedTtftStrategy final : public Strategy {
  public:
-  static constexpr double kExtraWorkWeight = 1.0;
+  static constexpr double kExtraWorkWeight = 2.0;
+  static constexpr double kEvictWeight = 1.0;
+  static constexpr double kFillWeight = 1.0;
 
   explicit PredictedTtftStrategy(const StrategyOptions& o) : rng_(o.seed) {}
   size_t Choose(const RequestFeatures&, std::span<const CandidateView> c, std::span<double> scores,
@@ -109,7 +126,11 @@ class PredictedTtftStrategy final : public Strategy {
     double cheapest = std::numeric_limits<double>::infinity();
     for (const CandidateView& v : c) cheapest = std::min(cheapest, OwnWork(v));
     for (size_t i = 0; i < c.size(); ++i) {
-      scores[i] = c[i].predicted_ttft_s + kExtraWorkWeight * (OwnWork(c[i]) - cheapest);
+      const double own = OwnWork(c[i]);
+      const double per_token = c[i].uncached_tokens > 0 ? own / c[i].uncached_tokens : 0;
+      scores[i] = c[i].predicted_ttft_s + kExtraWorkWeight * (own - cheapest) +
+                  kEvictWeight * per_token * c[i].evicted_tokens +
+                  kFillWeight * own * c[i].cache_fill;
       tie[i] = c[i].in_flight;
     }
     return ArgMin(scores, tie, rng_);

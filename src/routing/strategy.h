@@ -42,8 +42,16 @@ struct CandidateView {
   double running_seqs = 0;                   // estimated sequences decoding
   double matched_tokens = 0;                 // expected prefix-cache hit for this request
   double uncached_tokens = 0;                // expected prefill for this request
-  double predicted_ttft_s = 0;               // the endpoint's TTFT predictor
-  double queue_wait_s = 0;                   // part of it waiting for work ahead
+  // Tokens of cached prefixes (by the prefix index's belief) that admitting this
+  // request's uncached tokens would push out of the endpoint's cache (LRU), 0 while the
+  // index is below its capacity; <= uncached_tokens.
+  double evicted_tokens = 0;
+  // Prefix index size / capacity, in [0, 1], times the router's recent reuse (EWMA over
+  // its last ~20 dispatches of the expected-hit fraction of the prompt): how much repeat
+  // traffic what the cache holds is likely to attract. 0 when nothing is being reused.
+  double cache_fill = 0;
+  double predicted_ttft_s = 0;  // the endpoint's TTFT predictor
+  double queue_wait_s = 0;      // part of it waiting for work ahead
 };
 
 struct StrategyOptions {

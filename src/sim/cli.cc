@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -36,6 +37,8 @@ struct CliOptions {
   size_t requests = 48;  // sessions
   double slo_s = 0;
   double speed = 1.0;  // trace: arrival-time divisor
+  // multiturn shape "SYSTEM,USER,OUTPUT,THINK[,TURNS]" (tokens, s); empty = defaults
+  std::string multiturn;
   bool quiet = false;
 };
 
@@ -71,6 +74,26 @@ Result<Scenario> AdHocScenario(const CliOptions& o, const ScenarioParams& params
   c.spec.rate_rps = o.rate;
   c.spec.trace_path = o.trace;
   c.spec.speed = o.speed;
+  if (!o.multiturn.empty()) {
+    auto f = SplitList(o.multiturn);
+    if (f.size() < 4 || f.size() > 5)
+      return Status(ErrorCode::kInvalidArgument,
+                    "--multiturn wants SYSTEM,USER,OUTPUT,THINK[,TURNS]");
+    std::vector<double> v;
+    for (const auto& x : f) {
+      char* end = nullptr;
+      double d = std::strtod(x.c_str(), &end);
+      if (end == x.c_str() || *end != '\0' || !(d >= 0))
+        return Status(ErrorCode::kInvalidArgument, "--multiturn: bad number '" + x + "'");
+      v.push_back(d);
+    }
+    workload::MultiturnShape& m = c.spec.multiturn;
+    m.system_tokens = static_cast<size_t>(v[0]);
+    m.user_tokens = static_cast<size_t>(v[1]);
+    m.output_tokens = static_cast<int>(v[2]);
+    m.think_time_s = v[3];
+    if (v.size() == 5) m.turns = static_cast<size_t>(v[4]);
+  }
   c.options.replicas = std::move(replicas);
   c.options.concurrency = o.concurrency;
   c.options.network_latency_s = params.network_latency_s;
@@ -182,6 +205,8 @@ void RegisterCommand(CLI::App& app) {
   cmd->add_option("--speed", opts->speed, "ad-hoc trace: arrival times divided by this")
       ->capture_default_str();
   cmd->add_option("--slo", opts->slo_s, "ad-hoc: TTFT threshold for goodput, s");
+  cmd->add_option("--multiturn", opts->multiturn,
+                  "ad-hoc multiturn shape SYSTEM,USER,OUTPUT,THINK[,TURNS] (tokens, s)");
   cmd->add_flag("--quiet", opts->quiet, "print only the timing lines");
   cmd->callback([opts] { SetExitCode(Run(*opts)); });
 }

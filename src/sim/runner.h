@@ -45,6 +45,7 @@ struct Req {
   size_t session = 0, turn = 0;
   std::string id;
   routing::RequestFeatures features;
+  std::string gateway_text;  // the gateway's rendering of the messages (until finished)
   std::vector<TokenId> prompt;
   int max_tokens = 1;
   uint64_t seed = 0;
@@ -76,7 +77,8 @@ class Runner {
         o_(o),
         router_(routing::RouterConfig{o.block_chars, "predicted-ttft", 5.0, o.seed}),
         rng_(o.seed ^ 0x5151u),
-        replies_(sessions.size()) {
+        replies_(sessions.size()),
+        session_tokens_(sessions.size()) {
     for (const auto& spec : o.replicas) {
       Replica r;
       r.spec = spec;
@@ -116,6 +118,16 @@ class Runner {
   std::unordered_map<uint64_t, PendingSnapshot> snapshots_;
   uint64_t next_snapshot_ = 0;
   std::vector<std::vector<std::string>> replies_;
+  // Per session: engine-sim tokens of its chat-templated messages so far (no generation
+  // prompt) and how many messages they cover. The tokenizer is prefix-stable and every
+  // templated message ends where a token ends (common/tokenizer.h), so a turn's prompt
+  // is these plus its new messages' tokens: each message is tokenized once, not once
+  // per later turn (tokenizing was a third of the simulator's CPU time).
+  struct SessionTokens {
+    std::vector<TokenId> tokens;
+    size_t messages = 0;
+  };
+  std::vector<SessionTokens> session_tokens_;
   size_t next_session_ = 0, sessions_done_ = 0;
   double first_send_ = kNever, last_finish_ = 0;
   SimResult result_;

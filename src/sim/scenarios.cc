@@ -164,17 +164,19 @@ std::vector<std::string> DefaultStrategies() {
 boost::json::object Summarize(const std::string& scenario, const Condition& c,
                               const std::string& strategy, const std::vector<SimResult>& trials) {
   std::vector<bench::RequestRecord> records;
-  std::vector<double> abs_err, rel_err, goodput;
+  std::vector<double> abs_err, rel_err, goodput, goodput_window;
   size_t met = 0, ok = 0;
   double duration = 0;
   for (const SimResult& t : trials) {
-    size_t met_t = 0;
-    double first_start = kNever, last_end = 0;
+    size_t met_t = 0, sessions_t = 0;
+    double first_start = kNever, last_end = 0, slot_s = 0;
     for (const SimRequest& r : t.requests) {
       if (r.session_index < c.warmup_sessions) continue;
       records.push_back(r.record);
       first_start = std::min(first_start, r.record.start_s);
       last_end = std::max(last_end, r.record.start_s + r.record.e2e_s);
+      slot_s += r.think_s + r.record.e2e_s;
+      if (r.record.turn == 0) ++sessions_t;
       if (!r.record.ok()) continue;
       ++ok;
       if (c.ttft_slo_s > 0 && r.record.ttft_s >= 0 && r.record.ttft_s <= c.ttft_slo_s) ++met_t;
@@ -187,7 +189,11 @@ boost::json::object Summarize(const std::string& scenario, const Condition& c,
     met += met_t;
     const double window = c.warmup_sessions > 0 ? last_end - first_start : t.duration_s;
     duration += window;
-    if (window > 0) goodput.push_back(static_cast<double>(met_t) / (window / 60.0));
+    if (window > 0) goodput_window.push_back(static_cast<double>(met_t) / (window / 60.0));
+    // Steady state (Little's law): a full closed loop of c slots, each cycling through
+    // think time + e2e, completes c / mean(think + e2e) requests per second.
+    const double slots = static_cast<double>(std::min(c.options.concurrency, sessions_t));
+    if (slot_s > 0 && slots > 0) goodput.push_back(60.0 * slots * met_t / slot_s);
   }
   bench::RunInfo info;
   info.workload = c.workload;
@@ -217,6 +223,7 @@ boost::json::object Summarize(const std::string& scenario, const Condition& c,
       o["ttft_slo_s"] = c.ttft_slo_s;
       o["slo_fraction"] = frac;
       o["goodput_rpm"] = Num(Mean(goodput));
+      o["goodput_window_rpm"] = Num(Mean(goodput_window));
       o["slo_met"] = frac >= kSloFraction;
     }
   } else if (c.spec.rate_rps > 0) {

@@ -120,9 +120,22 @@ void Runner::ClientSend(size_t s, size_t k, double L) {
   if (text.ok()) {
     r.features.block_hashes = routing::ChainedBlockHashes(*text, o_.block_chars);
     r.features.prompt_chars = text->size();
+    r.gateway_text = std::move(*text);
   }
-  // engine-sim's prompt: ChatML template, then the stand-in tokenizer.
-  r.prompt = Tokenize(engine::ApplyChatTemplate(chat, /*add_generation_prompt=*/true));
+  // engine-sim's prompt: ChatML template, then the stand-in tokenizer; equal to
+  // Tokenize(ApplyChatTemplate(chat, true)) (see session_tokens_).
+  SessionTokens& st = session_tokens_[s];
+  if (st.messages > chat.size()) st = {};
+  for (size_t i = st.messages; i < chat.size(); ++i) {
+    auto seg = Tokenize(engine::ApplyChatTemplate({chat[i]}, /*add_generation_prompt=*/false));
+    st.tokens.insert(st.tokens.end(), seg.begin(), seg.end());
+  }
+  st.messages = chat.size();
+  static const std::vector<TokenId> kGenerationPrompt =
+      Tokenize(engine::ApplyChatTemplate({}, /*add_generation_prompt=*/true));
+  r.prompt.reserve(st.tokens.size() + kGenerationPrompt.size());
+  r.prompt = st.tokens;
+  r.prompt.insert(r.prompt.end(), kGenerationPrompt.begin(), kGenerationPrompt.end());
   q_.Push(now_ + L, EventKind::kGatewayArrive, idx);
 }
 
@@ -209,10 +222,21 @@ void Runner::GatewayFinished(size_t idx, bool ok, double L) {
   out.gateway_ttft_s = r.first_token_gw >= 0 ? r.first_token_gw - r.dispatched : -1;
   out.matched_tokens = r.matched;
   out.metrics_age_s = r.metrics_age;
+  out.think_s = sessions_[r.session].turns[r.turn].think_time_s;
   result_.requests.push_back(std::move(out));
   last_finish_ = std::max(last_finish_, client_end);
 
   const workload::Session& s = sessions_[r.session];
+  if (ok && r.replica >= 0 && o_.strategy != "oracle" && !r.gateway_text.empty()) {
+    // The gateway tells the router what the reply left in the endpoint's cache
+    // (Router::OnCompletionText): this turn's messages plus the reply as an assistant
+    // message, rendered as the next turn's request will be. RenderChatText is role +
+    // "\n" + content + "\n" per message, so that is the request's rendering + this.
+    r.gateway_text.append("assistant\n").append(r.reply).push_back('\n');
+    router_.OnCompletionText(replicas_[r.replica].spec.id,
+                             routing::ChainedBlockHashes(r.gateway_text, o_.block_chars), now_);
+  }
+  r.gateway_text = {};
   replies_[r.session].push_back(std::move(r.reply));
   r.features = {};
   if (ok && r.turn + 1 < s.turns.size()) {
@@ -221,6 +245,7 @@ void Runner::GatewayFinished(size_t idx, bool ok, double L) {
     return;
   }
   ++sessions_done_;
+  session_tokens_[r.session] = {};
   if (o_.concurrency > 0 && next_session_ < sessions_.size())
     q_.Push(client_end, EventKind::kClientSend, next_session_++, 0);
 }

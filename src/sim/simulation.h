@@ -81,6 +81,7 @@ struct SimRequest {
   double gateway_ttft_s = -1;    // dispatch to first token at the gateway (what it predicts)
   double matched_tokens = 0;     // Decision::matched_tokens
   double metrics_age_s = -1;     // age of the chosen endpoint's last scrape; -1: none yet
+  double think_s = 0;            // client think time before it was sent (its turn's)
 };
 
 struct SimResult {

@@ -83,19 +83,18 @@ std::vector<Session> SingleTurn(const WorkloadSpec& spec, bool shared) {
 }
 
 std::vector<Session> Multiturn(const WorkloadSpec& spec) {
+  const MultiturnShape& m = spec.multiturn;
   std::vector<Session> out;
   out.reserve(spec.sessions);
   for (size_t i = 0; i < spec.sessions; ++i) {
     Session s;
     s.id = fmt::format("mt-{:05d}", i);
-    s.system_prompt =
-        SyntheticText(DeriveSeed(spec.seed, SeedTag::kSystem, i), kMultiturnSystemTokens);
-    for (size_t k = 0; k < kMultiturnTurns; ++k) {
+    s.system_prompt = SyntheticText(DeriveSeed(spec.seed, SeedTag::kSystem, i), m.system_tokens);
+    for (size_t k = 0; k < m.turns; ++k) {
       Turn t;
-      t.user_text =
-          SyntheticText(DeriveSeed(spec.seed, SeedTag::kUser, i, k), kMultiturnUserTokens);
-      t.max_tokens = kMultiturnOutputTokens;
-      t.think_time_s = k == 0 ? 0.0 : kMultiturnThinkTimeS;
+      t.user_text = SyntheticText(DeriveSeed(spec.seed, SeedTag::kUser, i, k), m.user_tokens);
+      t.max_tokens = m.output_tokens;
+      t.think_time_s = k == 0 ? 0.0 : m.think_time_s;
       s.turns.push_back(std::move(t));
     }
     out.push_back(std::move(s));

@@ -224,13 +224,15 @@ TEST_F(PeersTest, LlmdStickyStaysWarmUntilThePenaltyThenSwitches) {
   auto r = Req("r", x + Text(51, 400));
   EXPECT_EQ(Pick(r, "llmd-sticky", {"a", "b"}).endpoint, "a");
 
-  // 3200 queued tokens on a: a's estimate (~0.83 s) exceeds b's (~0.53 s), by less than
-  // the 0.5 s penalty. Mooncake already leaves; sticky stays.
+  // 3200 queued tokens on a: a's estimate (~0.87 s) exceeds b's (~0.53 s), by less than
+  // the 0.5 s penalty. Mooncake already leaves; sticky stays. The queued request holds
+  // the queue for its prior-shaped prefill including attention: 0.25 s * 3.2 * (3200 / 2)
+  // / 32768 = 0.039 s beyond its 3200 tokens at 4000 tokens/s.
   DispatchTo("a", Req("q1", Text(52, 12800)), "llmd-sticky");
   EXPECT_EQ(Pick(r, "mooncake", {"a", "b"}).endpoint, "b");
   Decision d = Pick(r, "llmd-sticky", {"a", "b"});
   EXPECT_EQ(d.endpoint, "a");
-  EXPECT_NEAR(Score(d, "a"), (3200 + 116) / 4000.0 - 0.5, 0.01);
+  EXPECT_NEAR(Score(d, "a"), (3200 + 116) / 4000.0 + 0.039 - 0.5, 0.01);
 
   // 4800 queued tokens: more than the penalty behind, so it switches.
   DispatchTo("a", Req("q2", Text(53, 6400)), "llmd-sticky");

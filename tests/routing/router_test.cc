@@ -194,6 +194,61 @@ TEST_F(RouterTest, ColdIdleEndpointBeatsWarmBusyOne) {
   EXPECT_LT(Cand(Pick(Req("n2", Text(9, 100)), "", 1000), "a").queue_wait_s, 1e-9);
 }
 
+// Multi-turn chat: the next turn re-sends prompt + reply; OnCompletionText tells the
+// index the reply's blocks are cached where the turn ran.
+TEST_F(RouterTest, CompletionTextTeachesTheIndexTheReply) {
+  const std::string turn1 = Text(60, 2000);  // 8000 chars
+  const std::string reply = Text(61, 1000);  // 4000 chars
+  DispatchTo("a", Req("t1", turn1), 0);
+  router.OnFirstToken("t1", 1);
+  router.OnFinished("t1", Usage{2000, 0, 1000}, Outcome::kSuccess, 2);
+  auto next = Req("t2", turn1 + reply + Text(62, 400));
+  const double before = Cand(Pick(next, "", 3), "a").matched_tokens;
+  EXPECT_NEAR(before, 8000 / 128 * 128 / 4.0, 1);            // the prompt's full blocks only
+  const auto done = ChainedBlockHashes(turn1 + reply, 128);  // 93 blocks
+  router.OnCompletionText("zz", done, 3);                    // unknown endpoint: ignored
+  router.OnCompletionText("a", done, 3);
+  Decision d = Pick(next, "", 3);
+  // Every block but the last (the engine has not computed the reply's final token).
+  EXPECT_NEAR(Cand(d, "a").matched_tokens, (done.size() - 1) * 128 / 4.0, 1);
+  EXPECT_EQ(Cand(d, "b").matched_tokens, 0);
+  EXPECT_EQ(d.endpoint, "a");
+}
+
+// The candidate view tells strategies what a cold prefill would push out of a full cache.
+TEST(RouterCapacity, ViewReportsEvictionsOnceTheIndexIsFull) {
+  Router router(RouterConfig{});
+  router.AddEndpoint({"a", "m", "p"}, 0);
+  MetricsSnapshot m;
+  m.block_size = 16;
+  m.num_gpu_blocks = 250;  // 4000 tokens = 16,000 chars = 125 index blocks
+  router.ObserveMetrics("a", m, 0);
+  auto pick = [&](const RequestFeatures& f) {
+    auto d = router.Pick(f, {}, "", 0);
+    EXPECT_TRUE(d.ok());
+    return d.ok() ? *d : Decision{};
+  };
+  auto d = pick(Req("x", Text(70, 3000)));
+  router.OnDispatched(Req("x", Text(70, 3000)), d, 0);  // 93 of 125 blocks held
+  // 2000 new tokens; 32 free blocks hold 1024 tokens, so 976 are pushed out. The view is
+  // internal: check it through the predicted-ttft score (strategies_basic.cc), which for
+  // a lone candidate is TTFT + own work * (evicted / uncached + cache fill x reuse); no
+  // dispatch so far reused anything, so the fill term is 0.
+  Decision d2 = pick(Req("y", Text(71, 2000)));
+  const auto& c = d2.candidates.at(0);
+  const double own = c.predicted_ttft_s - c.queue_wait_s;
+  EXPECT_NEAR(c.score, c.predicted_ttft_s + own * 976.0 / 2000, 1e-9);
+  // A dispatch that reuses x's 93 full blocks (2976 of its 3000 tokens): reuse = 0.05 x
+  // 2976 / 3000; fill 93/125.
+  auto x2 = Req("x2", Text(70, 3000));
+  router.OnDispatched(x2, pick(x2), 0);
+  Decision d3 = pick(Req("y", Text(71, 2000)));
+  const auto& c3 = d3.candidates.at(0);
+  const double own3 = c3.predicted_ttft_s - c3.queue_wait_s;
+  EXPECT_NEAR(c3.score,
+              c3.predicted_ttft_s + own3 * (976.0 / 2000 + 0.05 * 2976 / 3000 * 93.0 / 125), 1e-9);
+}
+
 // FCFS: a request queued behind another cannot start its prefill before the one ahead
 // gets its first token. (Draining it from its own dispatch time made a replica whose head
 // was slow look idle, and the router piled onto it.)

@@ -96,11 +96,40 @@ TEST(Strategy, PredictedTtftPicksArgminOfTtftPlusExtraWork) {
   fx.views[2].predicted_ttft_s = 0.3;
   std::vector<double> scores;
   EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 1u);
-  // Score = predicted TTFT + own work beyond the cheapest candidate's (0.1 s).
+  // Score = predicted TTFT + 2 x own work beyond the cheapest candidate's (0.1 s).
   ASSERT_EQ(scores.size(), 3u);
   EXPECT_DOUBLE_EQ(scores[0], 0.5);
-  EXPECT_DOUBLE_EQ(scores[1], 0.3);
-  EXPECT_DOUBLE_EQ(scores[2], 0.5);
+  EXPECT_DOUBLE_EQ(scores[1], 0.4);
+  EXPECT_DOUBLE_EQ(scores[2], 0.7);
+}
+
+TEST(Strategy, PredictedTtftChargesEvictingCachedPrefixes) {
+  Fixture fx(2);
+  // Two idle endpoints, the same cold 1000-token prefill (1 s); b's cache is full, so
+  // admitting the request there pushes 600 tokens of cached prefixes out.
+  for (auto& v : fx.views) {
+    v.predicted_ttft_s = 1.0;
+    v.uncached_tokens = 1000;
+  }
+  fx.views[1].evicted_tokens = 600;
+  std::vector<double> scores;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 0u);
+  EXPECT_DOUBLE_EQ(scores[1] - scores[0], 0.6);  // recomputing them: 600 tokens at 1 ms
+}
+
+TEST(Strategy, PredictedTtftPlacesColdWorkOnTheEmptierCache) {
+  Fixture fx(2);
+  for (auto& v : fx.views) {
+    v.predicted_ttft_s = 1.0;
+    v.uncached_tokens = 1000;
+  }
+  fx.views[0].cache_fill = 0.8;  // holds more prefixes: more affinity traffic to come
+  fx.views[1].cache_fill = 0.2;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views), 1u);
+  // A warm request's own work is small, so the term does not undo affinity.
+  fx.views[0].predicted_ttft_s = 0.1;
+  fx.views[0].uncached_tokens = 100;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views), 0u);
 }
 
 TEST(Strategy, PredictedTtftKeepsAffinityUnlessTheWarmQueueIsLong) {
@@ -111,9 +140,12 @@ TEST(Strategy, PredictedTtftKeepsAffinityUnlessTheWarmQueueIsLong) {
   fx.views[0].queue_wait_s = 0.9;
   fx.views[1].predicted_ttft_s = 0.8;
   EXPECT_EQ(ChooseWith("predicted-ttft", fx.views), 0u);
-  // A queue longer than twice the extra work: the cold idle endpoint wins.
+  // A queue longer than three times the extra work (2.1 s): the cold idle one wins.
   fx.views[0].predicted_ttft_s = 2.0;
   fx.views[0].queue_wait_s = 1.9;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views), 0u);
+  fx.views[0].predicted_ttft_s = 2.4;
+  fx.views[0].queue_wait_s = 2.3;
   EXPECT_EQ(ChooseWith("predicted-ttft", fx.views), 1u);
 }
 

@@ -36,11 +36,34 @@ TEST(ScenariosTest, GoodputCountsRequestsMeetingTheSloPerMinute) {
     t.requests.push_back(r);
   }
   auto o = Summarize("capacity", c, "random", {t});
-  EXPECT_DOUBLE_EQ(o["goodput_rpm"].as_double(), 3.0 / 2.0);
+  // Steady state (Little's law): 2 slots, each busy 59.9 s over the 4 requests (e2e, no
+  // think time), 3 of which meet the SLO.
+  EXPECT_DOUBLE_EQ(o["goodput_rpm"].as_double(), 60.0 * 2 * 3 / (11 + 17.9 + 19 + 12));
+  // Over the run's window instead: 3 in two minutes.
+  EXPECT_DOUBLE_EQ(o["goodput_window_rpm"].as_double(), 3.0 / 2.0);
   EXPECT_DOUBLE_EQ(o["slo_fraction"].as_double(), 0.75);
   EXPECT_FALSE(o["slo_met"].as_bool());
   EXPECT_EQ(o["concurrency"].as_uint64(), 2u);
   EXPECT_EQ(o["requests"].as_uint64(), 4u);
+}
+
+TEST(ScenariosTest, SteadyStateGoodputCountsThinkTimeAsSlotTime) {
+  Condition c;
+  c.workload = "multiturn";
+  c.options.concurrency = 1;
+  c.ttft_slo_s = 4;
+  SimResult t;
+  t.duration_s = 100;
+  for (size_t k = 0; k < 2; ++k) {  // one session of two turns, 2 s think between
+    SimRequest r;
+    r.record.turn = k;
+    r.record.ttft_s = 1;
+    r.record.e2e_s = 9;
+    r.think_s = k == 0 ? 0 : 2;
+    t.requests.push_back(r);
+  }
+  auto o = Summarize("capacity", c, "random", {t});
+  EXPECT_DOUBLE_EQ(o["goodput_rpm"].as_double(), 60.0 * 2 / 20);
 }
 
 TEST(ScenariosTest, WarmupSessionsAreLeftOutOfStatistics) {
@@ -89,6 +112,60 @@ TEST(ScenariosTest, LightLoadRunsEveryConditionAndStrategy) {
   }
   EXPECT_TRUE((*doc)["prediction_error"].as_object().contains("random"));
   EXPECT_GT((*doc)["simulated_requests"].as_uint64(), 0u);
+}
+
+// Calibration (docs/simulator.md): the light-load multiturn condition under random
+// routing lands within 25% of the published Service median TTFT (1.70 s), and
+// predicted-ttft within 25% of the published Kinference one (0.59 s). Seed 1, 3 trials,
+// as `make bench-sim`.
+TEST(ScenariosTest, LightLoadMultiturnMatchesThePublishedMedians) {
+  auto s = MakeScenario("light-load", ScenarioParams{});
+  ASSERT_TRUE(s.ok());
+  std::erase_if(s->conditions, [](const Condition& c) { return c.workload != "multiturn"; });
+  ASSERT_EQ(s->conditions.size(), 1u);
+  RunPlan plan;
+  plan.strategies = {"random", "predicted-ttft"};
+  auto doc = RunScenario(*s, plan);
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  const auto& results = (*doc)["results"].as_array();
+  ASSERT_EQ(results.size(), 2u);
+  const double random = results[0].at("ttft_p50_s").to_number<double>();
+  const double predicted = results[1].at("ttft_p50_s").to_number<double>();
+  EXPECT_NEAR(random, 1.70, 0.25 * 1.70);
+  EXPECT_NEAR(predicted, 0.59, 0.25 * 0.59);
+}
+
+double Goodput(const boost::json::array& results, const std::string& workload,
+               const std::string& strategy) {
+  for (const auto& v : results) {
+    const auto& r = v.as_object();
+    if (r.at("workload").as_string() == workload && r.at("strategy").as_string() == strategy)
+      return r.at("goodput_rpm").to_number<double>();
+  }
+  ADD_FAILURE() << workload << " " << strategy;
+  return 0;
+}
+
+// Capacity at c=32 (seed 1, 3 trials, as `make bench-sim`): predicted-ttft holds its own
+// against the best peer, SGLang's cache_aware router. Multiturn: no worse. Shared-prefix:
+// within 2% (103.4 vs 104.5 req/min at seed 1; ahead at seed 11 - which
+// replica each of the 24 prefixes lands on first decides the rest) and within 10% of
+// the published Kinference peak (103 req/min).
+TEST(ScenariosTest, PredictedTtftKeepsUpWithSglangAtConcurrency32) {
+  auto s = MakeScenario("capacity", ScenarioParams{});
+  ASSERT_TRUE(s.ok());
+  std::erase_if(s->conditions, [](const Condition& c) { return c.label != "c=32"; });
+  ASSERT_EQ(s->conditions.size(), 2u);
+  RunPlan plan;
+  plan.strategies = {"predicted-ttft", "sglang"};
+  auto doc = RunScenario(*s, plan);
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  const auto& results = (*doc)["results"].as_array();
+  EXPECT_GE(Goodput(results, "multiturn", "predicted-ttft"),
+            Goodput(results, "multiturn", "sglang"));
+  const double sp = Goodput(results, "shared-prefix", "predicted-ttft");
+  EXPECT_GE(sp, 0.98 * Goodput(results, "shared-prefix", "sglang"));
+  EXPECT_NEAR(sp, 103, 10.3);
 }
 
 }  // namespace

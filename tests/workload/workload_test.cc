@@ -97,6 +97,22 @@ TEST(WorkloadTest, PoissonArrivalsIncreaseAtRoughlyTheRate) {
   EXPECT_NEAR(mean_gap, 0.25, 0.05);
 }
 
+TEST(WorkloadTest, MultiturnShapeOverride) {
+  WorkloadSpec spec{.name = "multiturn", .sessions = 1, .seed = 1};
+  spec.multiturn = {
+      .turns = 3, .system_tokens = 50, .user_tokens = 20, .output_tokens = 7, .think_time_s = 1.5};
+  auto s = Make(spec);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(CountTokens(s[0].system_prompt), 50u);
+  ASSERT_EQ(s[0].turns.size(), 3u);
+  EXPECT_EQ(CountTokens(s[0].turns[2].user_text), 20u);
+  EXPECT_EQ(s[0].turns[2].max_tokens, 7);
+  EXPECT_EQ(s[0].turns[2].think_time_s, 1.5);
+  // The defaults are the documented (fitted) shape.
+  EXPECT_EQ(kMultiturnSystemTokens, 3000u);
+  EXPECT_EQ(kMultiturnUserTokens, 1000u);
+}
+
 TEST(WorkloadTest, MultiturnShapeAndMessages) {
   auto s = Make({.name = "multiturn", .sessions = 2, .seed = 1});
   ASSERT_EQ(s.size(), 2u);
