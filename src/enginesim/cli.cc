@@ -90,6 +90,9 @@ void RegisterCommand(CLI::App& app) {
   cmd->add_option("--tls-cert", cli->server.tls_cert_file,
                   "Serve HTTPS with this PEM certificate chain (with --tls-key)");
   cmd->add_option("--tls-key", cli->server.tls_key_file, "PEM private key for --tls-cert");
+  cmd->add_option("--require-api-key", cli->server.required_api_key,
+                  "Require this API key: `x-api-key` on /v1/messages, `Authorization: Bearer` "
+                  "on the OpenAI routes (401 otherwise)");
   cmd->callback([cli] { SetExitCode(Run(*cli)); });
 }
 

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "engine/metrics.h"
+#include "enginesim/anthropic_api.h"
 #include "http/sse.h"
 
 namespace kinference::enginesim {
@@ -20,8 +21,8 @@ namespace {
 // How far (wall seconds) a step may start after the previous one ended and still be laid
 // end to end with it in model time; beyond this the engine is considered to have idled.
 constexpr double kBackToBackSlackWall = 0.002;
-constexpr const char* kPaths[] = {"/v1/completions", "/v1/chat/completions", "/v1/models",
-                                  "/health", "/metrics"};
+constexpr const char* kPaths[] = {
+    "/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics", "/v1/messages"};
 }  // namespace
 
 EngineSimServer::EngineSimServer(asio::io_context& io, EngineSimOptions options,
@@ -45,6 +46,10 @@ EngineSimServer::EngineSimServer(asio::io_context& io, EngineSimOptions options,
   server_.Route("POST", "/v1/chat/completions",
                 [this](http::Request r, std::shared_ptr<http::ResponseWriter> w) {
                   HandleGenerate(true, std::move(r), std::move(w));
+                });
+  server_.Route("POST", "/v1/messages",
+                [this](http::Request r, std::shared_ptr<http::ResponseWriter> w) {
+                  HandleMessages(std::move(r), std::move(w));
                 });
   server_.Route("GET", "/v1/models",
                 [this](http::Request, std::shared_ptr<http::ResponseWriter> w) {
@@ -87,18 +92,49 @@ std::string EngineSimServer::NewId(bool chat) {
   return std::string(chat ? "chatcmpl-" : "cmpl-") + buf;
 }
 
-void EngineSimServer::SendError(http::ResponseWriter& writer, const Status& status) {
-  writer.Send(HttpStatusFor(status.code()), "application/json", VllmErrorBody(status));
+void EngineSimServer::SendError(http::ResponseWriter& writer, const Status& status,
+                                bool anthropic) {
+  if (anthropic) {
+    writer.Send(AnthropicErrorStatus(status), "application/json", AnthropicErrorBody(status));
+  } else {
+    writer.Send(HttpStatusFor(status.code()), "application/json", VllmErrorBody(status));
+  }
+}
+
+bool EngineSimServer::Authorized(const http::Request& request, http::ResponseWriter& writer) {
+  if (options_.required_api_key.empty() ||
+      request.headers.Find("authorization") == "Bearer " + options_.required_api_key)
+    return true;
+  // vLLM's answer with --api-key (vllm/entrypoints/openai/api_server.py).
+  writer.Send(401, "application/json", R"({"error":"Unauthorized"})");
+  return false;
 }
 
 void EngineSimServer::HandleGenerate(bool chat, http::Request request,
                                      std::shared_ptr<http::ResponseWriter> writer) {
+  if (!Authorized(request, *writer)) return;
   auto parsed = chat ? ParseChatRequest(request.body) : ParseCompletionRequest(request.body);
   if (!parsed.ok()) return SendError(*writer, parsed.status());
-  GenerationRequest g = std::move(*parsed);
+  Submit(std::move(*parsed), std::move(writer), std::nullopt);
+}
+
+void EngineSimServer::HandleMessages(http::Request request,
+                                     std::shared_ptr<http::ResponseWriter> writer) {
+  if (Status s = CheckAnthropicHeaders(request.headers, options_.required_api_key); !s.ok())
+    return SendError(*writer, s, true);
+  auto call = ParseMessagesCall(request.body);
+  if (!call.ok()) return SendError(*writer, call.status(), true);
+  auto parsed = ParseChatRequest(call->chat_body);
+  if (!parsed.ok()) return SendError(*writer, parsed.status(), true);
+  Submit(std::move(*parsed), std::move(writer), std::move(call->response));
+}
+
+void EngineSimServer::Submit(GenerationRequest g, std::shared_ptr<http::ResponseWriter> writer,
+                             std::optional<gateway::anthropic::ResponseContext> anthropic) {
+  const bool chat = g.chat;
   const engine::HardwareProfile& profile = engine_.profile();
   if (Status s = ResolveRequest(g, options_.served_model_name, profile.max_model_len); !s.ok()) {
-    return SendError(*writer, s);
+    return SendError(*writer, s, anthropic.has_value());
   }
   engine::EngineRequest er;
   er.id = NewId(chat);
@@ -109,7 +145,8 @@ void EngineSimServer::HandleGenerate(bool chat, http::Request request,
   er.seed = g.seed ? *g.seed : (id_salt_ ^ (next_id_ * 0xD1B54A32D192ED03ull));
   er.arrival = clock_.Now();
   const std::string id = er.id;
-  if (Status s = engine_.AddRequest(std::move(er)); !s.ok()) return SendError(*writer, s);
+  if (Status s = engine_.AddRequest(std::move(er)); !s.ok())
+    return SendError(*writer, s, anthropic.has_value());
 
   Live live;
   live.meta.id = id;
@@ -118,6 +155,8 @@ void EngineSimServer::HandleGenerate(bool chat, http::Request request,
   live.meta.chat = chat;
   live.stream = g.stream;
   live.include_usage = g.include_usage;
+  if (anthropic && g.stream) live.translator.emplace(*anthropic);
+  live.anthropic = std::move(anthropic);
   if (g.stream) {
     http::Headers h;
     h.Add("Cache-Control", "no-cache");
@@ -127,6 +166,10 @@ void EngineSimServer::HandleGenerate(bool chat, http::Request request,
   live.writer = std::move(writer);
   live_.emplace(id, std::move(live));
   Drive(false);
+}
+
+std::string EngineSimServer::Emit(Live& l, const std::string& data) {
+  return l.translator ? l.translator->OnData(data) : http::FormatSse(data);
 }
 
 void EngineSimServer::OnClientGone(const std::string& id) {
@@ -214,10 +257,10 @@ void EngineSimServer::Deliver(const engine::StepOutput& out) {
     }
     std::string chunk;
     if (l.meta.chat && !l.role_sent) {
-      chunk = http::FormatSse(FormatRoleChunk(l.meta));
+      chunk = Emit(l, FormatRoleChunk(l.meta));
       l.role_sent = true;
     }
-    chunk += http::FormatSse(FormatTokenChunk(l.meta, t.text, reason));
+    chunk += Emit(l, FormatTokenChunk(l.meta, t.text, reason));
     l.writer->Write(std::move(chunk));
   }
 
@@ -227,10 +270,12 @@ void EngineSimServer::Deliver(const engine::StepOutput& out) {
     Live& l = it->second;
     if (f.reason == engine::FinishReason::kAbort) {
       // Aborted by the engine itself, not by the client (which would have left live_).
+      Status aborted(ErrorCode::kInternal, "The request was aborted.");
       if (l.stream) {
+        if (l.translator) l.writer->Write(l.translator->OnError(aborted));
         l.writer->End();
       } else {
-        SendError(*l.writer, Status(ErrorCode::kInternal, "The request was aborted."));
+        SendError(*l.writer, aborted, l.anthropic.has_value());
       }
       live_.erase(it);
       continue;
@@ -239,12 +284,16 @@ void EngineSimServer::Deliver(const engine::StepOutput& out) {
     const char* reason = engine::FinishReasonName(f.reason);
     if (l.stream) {
       std::string tail;
-      if (l.meta.chat && !l.role_sent) tail += http::FormatSse(FormatRoleChunk(l.meta));
-      if (!l.finish_sent) tail += http::FormatSse(FormatTokenChunk(l.meta, "", reason));
-      if (l.include_usage) tail += http::FormatSse(FormatUsageChunk(l.meta, usage));
-      tail += http::FormatSse("[DONE]");
+      if (l.meta.chat && !l.role_sent) tail += Emit(l, FormatRoleChunk(l.meta));
+      if (!l.finish_sent) tail += Emit(l, FormatTokenChunk(l.meta, "", reason));
+      if (l.include_usage) tail += Emit(l, FormatUsageChunk(l.meta, usage));
+      tail += Emit(l, "[DONE]");
       l.writer->Write(std::move(tail));
       l.writer->End();
+    } else if (l.anthropic) {
+      auto r = gateway::anthropic::TranslateResponse(
+          200, FormatResponse(l.meta, l.text, reason, usage), *l.anthropic);
+      l.writer->Send(r.status, "application/json", std::move(r.body));
     } else {
       l.writer->Send(200, "application/json", FormatResponse(l.meta, l.text, reason, usage));
     }

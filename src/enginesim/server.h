@@ -2,7 +2,12 @@
 // that OpenAI clients and vLLM-aware routers can use it as if it were vLLM.
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions (whole or SSE-streamed),
-// GET /v1/models, GET /health, GET /metrics (vLLM metric names, Prometheus text).
+// GET /v1/models, GET /health, GET /metrics (vLLM metric names, Prometheus text), and
+// POST /v1/messages (Anthropic-compatible, whole or streamed; anthropic_api.h): the
+// equivalent chat completion runs on the engine and its answer is translated back, so
+// an engine-sim can play an Anthropic provider in tests. With required_api_key set,
+// /v1/messages needs `x-api-key: <key>` (or a bearer token) and the OpenAI routes
+// `Authorization: Bearer <key>` (vLLM's --api-key: 401 {"error":"Unauthorized"}).
 // A client that disconnects before its response ends has its request aborted.
 //
 // Time: model time is a RealClock scaled by time_scale K (K model seconds per wall
@@ -16,12 +21,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "common/clock.h"
 #include "engine/engine.h"
 #include "enginesim/openai_api.h"
+#include "gateway/anthropic/messages_response.h"
 #include "http/server.h"
 
 namespace kinference::enginesim {
@@ -37,6 +44,7 @@ struct EngineSimOptions {
   // tests (`--tls-cert/--tls-key`).
   std::string tls_cert_file;
   std::string tls_key_file;
+  std::string required_api_key;  // empty: no key needed (`--require-api-key`)
 };
 
 class EngineSimServer {
@@ -58,13 +66,23 @@ class EngineSimServer {
     bool role_sent = false;
     bool finish_sent = false;
     std::string text;  // non-streaming: the output so far
+    // /v1/messages: the answer is translated to Anthropic's shapes.
+    std::optional<gateway::anthropic::ResponseContext> anthropic;
+    std::optional<gateway::anthropic::StreamTranslator> translator;  // streamed ones
   };
 
   void HandleGenerate(bool chat, http::Request request,
                       std::shared_ptr<http::ResponseWriter> writer);
+  void HandleMessages(http::Request request, std::shared_ptr<http::ResponseWriter> writer);
+  // Admits a parsed request and registers its response. `anthropic`: answer a Messages call.
+  void Submit(GenerationRequest g, std::shared_ptr<http::ResponseWriter> writer,
+              std::optional<gateway::anthropic::ResponseContext> anthropic);
+  // One chunk's JSON (or "[DONE]") as the bytes to stream to `l`'s client.
+  static std::string Emit(Live& l, const std::string& data);
+  bool Authorized(const http::Request& request, http::ResponseWriter& writer);
   void HandleModels(std::shared_ptr<http::ResponseWriter> writer);
   void HandleMetrics(std::shared_ptr<http::ResponseWriter> writer);
-  void SendError(http::ResponseWriter& writer, const Status& status);
+  void SendError(http::ResponseWriter& writer, const Status& status, bool anthropic = false);
   void OnClientGone(const std::string& id);
   // Plans the next step if none is running. `continuing`: called right after a step.
   void Drive(bool continuing);

@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
+#include <functional>
 #include <iostream>
 
 #include "gateway/config.h"
@@ -56,6 +57,16 @@ int Run(const std::string& config_path, double drain_timeout_s) {
     });
     gateway->Drain(drain_timeout_s, exit_now);
   });
+  // SIGHUP: reload the policy files now (an invalid set is logged; the last valid stays).
+  boost::asio::signal_set hup(io, SIGHUP);
+  std::function<void()> wait_hup = [&] {
+    hup.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      gateway->ReloadPolicies();
+      wait_hup();
+    });
+  };
+  wait_hup();
   io.run();
   return 0;
 }

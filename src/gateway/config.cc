@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -64,9 +65,10 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text) {
     throw ConfigError(std::string("gateway config: invalid YAML: ") + e.what());
   }
   if (!root.IsMap()) throw ConfigError("gateway config: expected a map at the top level");
-  CheckKeys(root, "",
-            {"listen", "strategy", "scrape_interval_s", "time_scale", "request_timeout_s",
-             "max_body_bytes", "block_chars", "pools", "tenants", "providers"});
+  CheckKeys(
+      root, "",
+      {"listen", "strategy", "scrape_interval_s", "time_scale", "request_timeout_s",
+       "max_body_bytes", "block_chars", "pools", "tenants", "providers", "policies", "tagging"});
   GatewayConfig c;
   if (const auto listen = root["listen"]) {
     if (!listen.IsMap()) Fail("listen", "expected a map with address, port");
@@ -96,6 +98,8 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text) {
   }
   if (root["tenants"]) c.tenants = ParseTenantsConfig(root["tenants"], "tenants");
   if (root["providers"]) c.providers = ParseProvidersConfig(root["providers"]);
+  if (root["policies"]) c.policies = ParsePoliciesConfig(root["policies"]);
+  if (root["tagging"]) c.tagging = ParseTaggingConfig(root["tagging"]);
   const YAML::Node pools = root["pools"];
   if (!c.providers.empty() && (!pools || (pools.IsSequence() && pools.size() == 0))) return c;
   if (!pools || !pools.IsSequence() || pools.size() == 0)
@@ -116,7 +120,9 @@ GatewayConfig LoadGatewayConfig(const std::string& path) {
   if (!in) throw ConfigError("gateway config: cannot read '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
-  return ParseGatewayConfig(ss.str());
+  GatewayConfig c = ParseGatewayConfig(ss.str());
+  ResolvePolicyPaths(c.policies, std::filesystem::path(path).parent_path().string());
+  return c;
 }
 
 }  // namespace kinference::gateway

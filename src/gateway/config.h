@@ -13,6 +13,8 @@
 //     - {name: a, model: m, endpoints: ["http://127.0.0.1:8001", ...]}
 //   tenants: {...}                              # API-key tenants (gateway/tenants.h)
 //   providers: [...]                            # external providers (gateway/provider.h)
+//   policies: {files: [...], reload_interval_s: 2}   # InferencePolicy files (policy_config.h)
+//   tagging: {pii: true, simple: true, ...}          # request taggers (policy_config.h)
 // `pools` may be empty or absent when `providers` is given.
 // Times are model seconds: with time_scale K (endpoints running engine-sim --time-scale K)
 // timers fire after t / K real seconds, so a K-times-faster run behaves like a real
@@ -32,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/policy_config.h"
 #include "gateway/provider.h"
 #include "gateway/tenants.h"
 
@@ -66,6 +69,8 @@ struct GatewayConfig {
   std::vector<PoolConfig> pools;
   TenantsConfig tenants;  // enabled == false: every request is tenant "default"
   std::vector<ProviderConfig> providers;
+  PoliciesConfig policies;  // no files: no policies
+  TaggingConfig tagging;
 };
 
 class ConfigError : public std::runtime_error {
@@ -76,6 +81,7 @@ class ConfigError : public std::runtime_error {
 // Parses YAML text. Throws ConfigError.
 GatewayConfig ParseGatewayConfig(std::string_view yaml_text);
 // Reads and parses a file. Throws ConfigError (also when the file cannot be read).
+// Relative policies.files are resolved against the file's directory.
 GatewayConfig LoadGatewayConfig(const std::string& path);
 
 // Parses "http://host:port" with an optional trailing path. Throws ConfigError naming

@@ -19,7 +19,9 @@ GatewayContext::GatewayContext(GatewayConfig cfg, boost::asio::any_io_executor e
     : config(std::move(cfg)),
       executor(std::move(ex)),
       clock(config.time_scale),
-      router(MakeRouterConfig(config)) {
+      router(MakeRouterConfig(config)),
+      policy(config, executor) {
+  stats.SetPolicyGeneration(policy.store.Current()->generation);
   if (!KnowsStrategy(config.strategy)) {
     std::string known;
     for (const auto& s : router.StrategyNames()) known += (known.empty() ? "" : ", ") + s;
@@ -43,6 +45,7 @@ GatewayContext::GatewayContext(GatewayConfig cfg, boost::asio::any_io_executor e
     ep.address = EndpointAddress{p.base_url, p.host, p.port};
     ep.provider = &p;
     ep.api_key = LoadProviderApiKey(p, "providers[" + std::to_string(i) + "]");
+    CheckProviderCaFile(p, "providers[" + std::to_string(i) + "]");
     ep.breaker.emplace(p.breaker_failures, p.breaker_cooldown_s);
     router.AddEndpoint(ep.info, clock.Now());
     stats.SetEndpointHealthy(ep.info.id, true);

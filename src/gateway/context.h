@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "gateway/config.h"
+#include "gateway/policy_runtime.h"
 #include "gateway/provider.h"
 #include "gateway/stats.h"
 #include "routing/router.h"
@@ -31,6 +32,8 @@ struct Endpoint {
   int consecutive_failures = 0;
   bool healthy = true;
   bool scrape_in_flight = false;
+  // The last successful /metrics scrape (queue depth, KV usage for policies); none yet.
+  std::optional<routing::MetricsSnapshot> last_metrics;
   // Providers (gateway/provider.h): class "provider", id "provider/<name>", never scraped.
   const ProviderConfig* provider = nullptr;  // into GatewayContext::config.providers
   std::string api_key;                       // the provider's; never logged
@@ -47,7 +50,8 @@ class InFlightRequest {
 };
 
 struct GatewayContext {
-  // Throws ConfigError when config.strategy is not one of the router's strategies.
+  // Throws ConfigError when config.strategy is not one of the router's strategies or
+  // the policy files do not load.
   GatewayContext(GatewayConfig config, boost::asio::any_io_executor executor);
 
   GatewayConfig config;
@@ -59,6 +63,8 @@ struct GatewayContext {
   uint64_t next_request_id = 1;
   // Requests in flight, for AbortInFlight (expired entries are pruned on insert).
   std::vector<std::weak_ptr<InFlightRequest>> in_flight;
+  // InferencePolicy store, decision log, counters, taggers (policy_gate.h).
+  PolicyRuntime policy;
 
   const Endpoint* Find(const std::string& id) const;
   Endpoint* FindMutable(const std::string& id);

@@ -9,6 +9,7 @@
 
 #include "gateway/anthropic/handler.h"
 #include "gateway/context.h"
+#include "gateway/policy_gate.h"
 #include "gateway/proxy.h"
 #include "gateway/scraper.h"
 #include "http/server.h"
@@ -62,10 +63,14 @@ Result<uint16_t> Gateway::Start() {
   server_->Route("GET", "/metrics", [ctx](http::Request, auto w) {
     w->Send(200, "text/plain; version=0.0.4; charset=utf-8", ctx->stats.Exposition());
   });
+  server_->Route("GET", "/debug/decisions",
+                 [ctx](http::Request r, auto w) { ServeDecisions(*ctx, r, *w); });
   auto port = server_->Start();
   if (!port.ok()) return port;
   scraper_ = std::make_shared<Scraper>(ctx_);
   scraper_->Start();
+  reloader_ = std::make_shared<PolicyReloader>(ctx_);
+  reloader_->Start();
   return port;
 }
 
@@ -119,10 +124,13 @@ void Gateway::FinishDrain() {
 
 size_t Gateway::ActiveRequests() const { return server_ ? server_->ActiveRequests() : 0; }
 
+Status Gateway::ReloadPolicies() { return gateway::ReloadPolicies(*ctx_, false); }
+
 void Gateway::Stop() {
   if (drain_timer_) drain_timer_->cancel();
   drain_done_ = nullptr;
   if (scraper_) scraper_->Stop();
+  if (reloader_) reloader_->Stop();
   if (server_) server_->Stop();
 }
 

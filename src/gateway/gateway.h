@@ -5,7 +5,8 @@
 // Routes: POST /v1/chat/completions, POST /v1/completions, POST /v1/messages (Anthropic
 // Messages API, translated to a chat completion; see anthropic/handler.h), GET /v1/models
 // (configured models, OpenAI list shape), GET /health (200 with the healthy endpoint count; 503
-// when none is healthy), GET /metrics (Prometheus text).
+// when none is healthy), GET /metrics (Prometheus text), GET /debug/decisions (recent
+// policy decisions as JSON; docs/policy.md).
 //
 // Graceful drain (Drain; SIGTERM/SIGINT in cli.cc, for Kubernetes rolling updates): new
 // connections are refused at once, in-flight requests finish, new requests on kept-alive
@@ -33,6 +34,7 @@ namespace kinference::gateway {
 
 struct GatewayContext;
 class Scraper;
+class PolicyReloader;
 
 class Gateway {
  public:
@@ -47,6 +49,9 @@ class Gateway {
   void Drain(double grace_s, std::function<void()> done);
   // Requests in flight (dispatched, response not finished).
   size_t ActiveRequests() const;
+  // Reloads the policy files now (SIGHUP); an invalid set is logged and the last valid
+  // one stays (returned error). Reads files: call on the io_context thread, not per request.
+  Status ReloadPolicies();
   void Stop();
 
  private:
@@ -54,6 +59,7 @@ class Gateway {
   std::shared_ptr<GatewayContext> ctx_;
   std::unique_ptr<http::Server> server_;
   std::shared_ptr<Scraper> scraper_;
+  std::shared_ptr<PolicyReloader> reloader_;
   std::unique_ptr<boost::asio::steady_timer> drain_timer_;
   std::function<void()> drain_done_;
   bool draining_ = false;

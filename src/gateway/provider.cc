@@ -1,10 +1,14 @@
 #include "gateway/provider.h"
 
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -59,7 +63,8 @@ ProviderConfig ParseProvider(const YAML::Node& node, const std::string& where) {
   if (!node.IsMap()) Fail(where, "expected a map");
   CheckKeys(node, where,
             {"name", "model", "serves_model", "base_url", "api_key_env", "api_key_file",
-             "timeout_s", "retries_before_first_byte", "circuit_breaker", "ca_file"});
+             "timeout_s", "retries_before_first_byte", "circuit_breaker", "ca_file", "api",
+             "anthropic_version", "default_max_tokens"});
   ProviderConfig p;
   p.name = NonEmptyString(node["name"], where + ".name");
   p.model = NonEmptyString(node["model"], where + ".model");
@@ -91,6 +96,31 @@ ProviderConfig ParseProvider(const YAML::Node& node, const std::string& where) {
     if (cb["cooldown_s"]) p.breaker_cooldown_s = Positive(cb["cooldown_s"], w + ".cooldown_s");
   }
   if (node["ca_file"]) p.ca_file = NonEmptyString(node["ca_file"], where + ".ca_file");
+  if (node["api"]) {
+    std::string api = NonEmptyString(node["api"], where + ".api");
+    if (api == "anthropic") {
+      p.api = ProviderApi::kAnthropic;
+    } else if (api != "openai") {
+      Fail(where + ".api", "expected openai or anthropic, got '" + api + "'");
+    }
+  }
+  const bool anthropic = p.api == ProviderApi::kAnthropic;
+  // The gateway appends /v1/messages itself: a base_url ending in /v1 would call /v1/v1/messages.
+  if (anthropic && (p.base_path == "/v1" || p.base_path.ends_with("/v1")))
+    Fail(where + ".base_url", "'" + p.base_url +
+                                  "': base_url for api: anthropic ends before /v1, e.g. "
+                                  "https://api.anthropic.com");
+  for (const char* key : {"anthropic_version", "default_max_tokens"}) {
+    if (node[key] && !anthropic) Fail(where + "." + key, "only valid with api: anthropic");
+  }
+  if (node["anthropic_version"])
+    p.anthropic_version = NonEmptyString(node["anthropic_version"], where + ".anthropic_version");
+  if (node["default_max_tokens"]) {
+    double m = Positive(node["default_max_tokens"], where + ".default_max_tokens");
+    if (m > 1e9 || m != static_cast<int>(m))
+      Fail(where + ".default_max_tokens", "expected an integer 1..1e9");
+    p.default_max_tokens = static_cast<int>(m);
+  }
   return p;
 }
 
@@ -133,7 +163,29 @@ std::string LoadProviderApiKey(const ProviderConfig& p, const std::string& where
   return key;
 }
 
+void CheckProviderCaFile(const ProviderConfig& p, const std::string& where) {
+  if (p.ca_file.empty()) return;
+  const std::string field = where + ".ca_file";
+  // What the TLS client loads per call (ssl::context::load_verify_file), checked once here.
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_file(p.ca_file.c_str(), "r"), BIO_free);
+  if (!bio) {
+    ERR_clear_error();
+    Fail(field, "cannot read '" + p.ca_file + "'");
+  }
+  int certs = 0;
+  while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+    X509_free(cert);
+    ++certs;
+  }
+  ERR_clear_error();  // the loop ends on "no start line"
+  std::unique_ptr<X509_STORE, decltype(&X509_STORE_free)> store(X509_STORE_new(), X509_STORE_free);
+  bool loads = store && X509_STORE_load_locations(store.get(), p.ca_file.c_str(), nullptr) == 1;
+  ERR_clear_error();
+  if (certs == 0 || !loads) Fail(field, "'" + p.ca_file + "' holds no PEM certificate");
+}
+
 std::string ProviderTarget(const ProviderConfig& p, const std::string& api_path) {
+  if (p.api == ProviderApi::kAnthropic) return p.base_path + "/v1/messages";
   std::string_view path(api_path);
   if (path.starts_with("/v1/")) path.remove_prefix(3);
   return p.base_path + std::string(path);

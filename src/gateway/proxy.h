@@ -12,15 +12,29 @@
 //    times, on itself when no other endpoint serves it). The client's 200 + SSE head is
 //    held until the upstream's first body byte, since vLLM sends its head at once and
 //    its first SSE data only at the first token;
+//  - an upstream 401/403 (it rejected the gateway's own key: a provider's, or a local
+//    vLLM's --api-key) is answered 502 in the front's shape without the upstream's body,
+//    logged as an error and counted as a circuit-breaker failure; never retried;
 //  - requests carry the tenant the front identified (ParsedRequest::tenant, tenants.h);
 //    provider calls go over TLS with the provider's model name and bearer key and feed
 //    its circuit breaker (provider.h);
+//  - Anthropic providers (provider.h, api: anthropic): chat requests are translated to
+//    Messages requests and their responses/streams back to OpenAI chunks before anything
+//    else sees them (gateway/anthropic/upstream_*.h), so the rest of this path handles
+//    every upstream as OpenAI; /v1/messages requests are passed through natively (the
+//    client's body, the upstream's bytes; a whole 200 that is not a Messages object
+//    becomes 502), still observed for TTFT, usage and outcome; /v1/completions never goes
+//    to them (they are no candidates, policies included);
 //  - streamed events are forwarded one by one as they arrive, never buffered whole;
 //    upstream always streams usage (include_usage forced), and the usage-only chunk is
 //    dropped when the client did not ask for it;
 //  - a client disconnect cancels the upstream call and reports Outcome::kCancelled;
 //  - routed responses carry x-kinference-endpoint, x-kinference-strategy and
-//    x-kinference-predicted-ttft-ms (model-time milliseconds).
+//    x-kinference-predicted-ttft-ms (model-time milliseconds);
+//  - InferencePolicy (policy_gate.h) runs before the router: the router picks only among
+//    the endpoints the request's policy snapshot allows (retries included), a rejection
+//    is answered 403/503 in the API's shape, and every response after evaluation carries
+//    x-kinference-decision (routed ones also x-kinference-model, the served model).
 // TTFT is measured from the request's arrival at the gateway to the first chunk with
 // non-empty content, on the context's clock (model time). Non-streamed responses give
 // no TTFT (vLLM reports no timings in the body); only usage and e2e latency.
@@ -29,7 +43,9 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
+#include "gateway/anthropic/upstream_request.h"
 #include "gateway/context.h"
 #include "gateway/request.h"
 #include "http/server.h"
@@ -62,6 +78,15 @@ class ResponseCodec {
   virtual std::string OnStreamError(const Status& status) = 0;
   // The stream it wrote ended in an error event (the request then counts as an error).
   virtual bool failed() const { return false; }
+  // The gateway model that serves the request (a policy may pick an alternative); called
+  // before any response is written.
+  virtual void SetServedModel(const std::string& /*model*/) {}
+  // The client's own Anthropic Messages request (the /v1/messages front), or nullptr.
+  // When set and the endpoint is an Anthropic provider, the request is passed through
+  // natively: this body (model rewritten) goes upstream and the upstream's response
+  // bytes go to the client unchanged, bypassing the methods above (except SendError
+  // for errors the gateway answers itself).
+  virtual const anthropic::NativeRequest* native_anthropic() const { return nullptr; }
 };
 
 // The request path shared by every front: `request` is the OpenAI chat/completions

@@ -61,6 +61,7 @@ void Scraper::ScrapeOne(size_t index) {
                 auto snap = routing::ParsePrometheusText(r->body);
                 if (!snap.ok()) return self->Record(index, false, snap.status().message());
                 self->ctx_->router.ObserveMetrics(ep.info.id, *snap, self->ctx_->clock.Now());
+                ep.last_metrics = *snap;
                 self->Record(index, true, "");
               });
 }

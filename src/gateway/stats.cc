@@ -138,7 +138,18 @@ Stats::Stats()
                             kPredictionAbsErrorBuckets),
       endpoint_healthy_("kinference_endpoint_healthy",
                         "1 when the endpoint's last scrapes succeeded, 0 after 3 failures.",
-                        {"endpoint"}, "gauge") {}
+                        {"endpoint"}, "gauge"),
+      policy_decisions_("kinference_policy_decisions_total",
+                        "InferencePolicy decisions by policy and outcome (matched, removed "
+                        "candidates, rejected, dry_run_would_reject).",
+                        {"policy", "outcome"}),
+      policy_generation_("kinference_policy_generation",
+                         "Generation of the loaded policy set (0: none loaded).", {}, "gauge"),
+      policy_reload_failures_("kinference_policy_reload_failures_total",
+                              "Policy reloads rejected (the last valid set stayed).", {}) {
+  policy_generation_.Set({}, 0);
+  policy_reload_failures_.Set({}, 0);
+}
 
 void Stats::RecordTtft(const std::string& model, double s) { ttft_.Observe({model}, s); }
 void Stats::RecordItl(const std::string& model, double s) { itl_.Observe({model}, s); }
@@ -168,6 +179,17 @@ void Stats::SetEndpointHealthy(const std::string& endpoint, bool healthy) {
   endpoint_healthy_.Set({endpoint}, healthy ? 1 : 0);
 }
 
+void Stats::SetPolicyDecisions(const std::string& policy, const std::string& outcome,
+                               double count) {
+  policy_decisions_.Set({policy, outcome}, count);
+}
+
+void Stats::SetPolicyGeneration(uint64_t generation) {
+  policy_generation_.Set({}, static_cast<double>(generation));
+}
+
+void Stats::RecordPolicyReloadFailure() { policy_reload_failures_.Add({}, 1); }
+
 std::string Stats::Exposition() const {
   std::string out;
   ttft_.Expose(out);
@@ -181,6 +203,9 @@ std::string Stats::Exposition() const {
   prediction_error_.Expose(out);
   prediction_abs_error_.Expose(out);
   endpoint_healthy_.Expose(out);
+  policy_decisions_.Expose(out);
+  policy_generation_.Expose(out);
+  policy_reload_failures_.Expose(out);
   return out;
 }
 

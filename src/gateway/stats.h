@@ -13,6 +13,10 @@
 //                                                           buckets symmetric around 0
 //   kinference_ttft_prediction_abs_error_seconds{strategy}  |predicted - observed|
 //   kinference_endpoint_healthy{endpoint}                   gauge, 1 or 0
+//   kinference_policy_decisions_total{policy,outcome}       counter, per InferencePolicy:
+//       matched | removed (candidates) | rejected | dry_run_would_reject
+//   kinference_policy_generation                            gauge, loaded policy set
+//   kinference_policy_reload_failures_total                 counter, rejected reloads
 // Bucket bounds of the first three are vLLM V1's (vllm/v1/metrics/loggers.py:
 // vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
 // vllm:e2e_request_latency_seconds), so dashboards for vLLM read ours the same way.
@@ -82,11 +86,16 @@ class Stats {
   // Adds prompt, cached, uncached (= prompt - cached) and completion tokens.
   void RecordUsage(const std::string& tenant, const std::string& model,
                    const routing::Usage& usage);
-  // outcome: "success", "error", "cancelled" or "retried" (a failed first attempt).
+  // outcome: "success", "error", "cancelled", "retried" (a failed first attempt) or
+  // "rejected" (by an InferencePolicy; endpoint "none").
   void RecordRequest(const std::string& endpoint, const std::string& strategy,
                      const std::string& outcome);
   void RecordTtftPrediction(const std::string& strategy, double predicted_s, double observed_s);
   void SetEndpointHealthy(const std::string& endpoint, bool healthy);
+  // Sets a policy decision counter to `count` (mirrors policy::PolicyCounters).
+  void SetPolicyDecisions(const std::string& policy, const std::string& outcome, double count);
+  void SetPolicyGeneration(uint64_t generation);
+  void RecordPolicyReloadFailure();
 
   // Prometheus text exposition of every series.
   std::string Exposition() const;
@@ -102,6 +111,7 @@ class Stats {
   CounterFamily requests_;
   HistogramFamily prediction_error_, prediction_abs_error_;
   CounterFamily endpoint_healthy_;
+  CounterFamily policy_decisions_, policy_generation_, policy_reload_failures_;
 };
 
 // Label values are escaped with kinference::EscapeLabelValue (common/prometheus_text.h).

@@ -5,7 +5,9 @@
 #include <iostream>
 #include <memory>
 
+#include "gateway/config.h"
 #include "policy/policy.h"
+#include "policy/references.h"
 
 namespace kinference::policy {
 namespace {
@@ -39,12 +41,33 @@ void RegisterCommand(CLI::App& app) {
   auto* validate = policy->add_subcommand(
       "validate", "Validate InferencePolicy YAML files (exit 0 if valid, 1 with errors)");
   validate->add_option("files", *files, "Policy files (YAML, multi-document allowed)")->required();
-  validate->callback([files] {
+  auto gateway_config = std::make_shared<std::string>();
+  validate->add_option("--gateway-config", *gateway_config,
+                       "Gateway config: also check that the pools, providers and models the "
+                       "policies name exist there");
+  validate->callback([files, gateway_config] {
     auto set = LoadPolicySet(*files);
     if (!set.ok()) {
       std::cerr << set.status().message() << "\n";
       SetExitCode(1);
       return;
+    }
+    if (!gateway_config->empty()) {
+      KnownNames known;
+      try {
+        known = gateway::PolicyReferenceNames(gateway::LoadGatewayConfig(*gateway_config));
+      } catch (const gateway::ConfigError& e) {
+        std::cerr << *gateway_config << ": " << e.what() << "\n";
+        SetExitCode(1);
+        return;
+      }
+      ReferenceReport refs = CheckReferences(*set, known);
+      for (const auto& w : refs.warnings) std::cerr << "warning: " << w << "\n";
+      if (!refs.errors.empty()) {
+        for (const auto& e : refs.errors) std::cerr << e << "\n";
+        SetExitCode(1);
+        return;
+      }
     }
     for (const auto& p : set->policies) std::cout << Summary(p) << "\n";
     std::cout << fmt::format("{} policies valid in {} files\n", set->policies.size(),

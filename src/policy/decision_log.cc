@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <set>
 
 namespace kinference::policy {
 
@@ -25,7 +27,8 @@ DecisionRecord RoutedRecord(const Evaluation& ev, const RequestInfo& req, Second
 }
 
 DecisionRecord RejectedRecord(const Status& rejection, const RequestInfo& req, uint64_t generation,
-                              Seconds at, std::string request_id) {
+                              Seconds at, std::string request_id,
+                              std::vector<std::string> matched) {
   DecisionRecord r;
   r.at = at;
   r.request_id = std::move(request_id);
@@ -34,7 +37,11 @@ DecisionRecord RejectedRecord(const Status& rejection, const RequestInfo& req, u
   r.generation = generation;
   r.outcome = "rejected";
   r.message = rejection.message();
-  if (auto p = RejectingPolicy(rejection); !p.empty()) r.matched.push_back(p);
+  r.matched = std::move(matched);
+  r.rejected_by = RejectingPolicy(rejection);
+  if (!r.rejected_by.empty() &&
+      std::find(r.matched.begin(), r.matched.end(), r.rejected_by) == r.matched.end())
+    r.matched.push_back(r.rejected_by);
   return r;
 }
 
@@ -87,11 +94,20 @@ boost::json::array Removals(const std::vector<Removal>& v) {
   return a;
 }
 
+boost::json::array Alternatives(const std::vector<Alternative>& v) {
+  boost::json::array a;
+  for (const auto& x : v) {
+    a.push_back(boost::json::object{{"model", x.model}, {"tolerance_s", x.tolerance_s}});
+  }
+  return a;
+}
+
 }  // namespace
 
-std::string DecisionLog::ToJson() const {
+std::string DecisionLog::ToJson(const std::function<bool(const DecisionRecord&)>& keep) const {
   boost::json::array decisions;
   for (const auto& r : Snapshot()) {
+    if (keep && !keep(r)) continue;
     boost::json::object o{{"at", r.at},
                           {"request_id", r.request_id},
                           {"tenant", r.tenant},
@@ -102,13 +118,16 @@ std::string DecisionLog::ToJson() const {
                           {"outcome", r.outcome},
                           {"endpoint", r.endpoint},
                           {"message", r.message},
+                          {"rejected_by", r.rejected_by},
                           {"removed", Removals(r.removed)}};
     if (r.predicted_ttft_s) o["predicted_ttft_s"] = *r.predicted_ttft_s;
     boost::json::array dry;
     for (const auto& d : r.dry_run) {
-      dry.push_back(boost::json::object{{"policy", d.policy},
-                                        {"would_remove", Removals(d.would_remove)},
-                                        {"would_reject", d.would_reject}});
+      dry.push_back(
+          boost::json::object{{"policy", d.policy},
+                              {"would_remove", Removals(d.would_remove)},
+                              {"would_add_alternatives", Alternatives(d.would_add_alternatives)},
+                              {"would_reject", d.would_reject}});
     }
     o["dry_run"] = std::move(dry);
     decisions.push_back(std::move(o));
@@ -118,12 +137,15 @@ std::string DecisionLog::ToJson() const {
 
 void PolicyCounters::Record(const DecisionRecord& r) {
   std::lock_guard lock(mu_);
+  for (const auto& p : std::set<std::string>(r.matched.begin(), r.matched.end()))
+    ++counts_[{p, "matched"}];
   if (r.outcome == "rejected") {
-    for (const auto& p : r.matched) ++counts_[{p, "rejected"}];
+    if (!r.rejected_by.empty()) ++counts_[{r.rejected_by, "rejected"}];
     return;
   }
-  for (const auto& p : r.matched) ++counts_[{p, "matched"}];
-  for (const auto& rm : r.removed) ++counts_[{rm.policy, "removed"}];
+  std::set<std::string> removing;
+  for (const auto& rm : r.removed) removing.insert(rm.policy);
+  for (const auto& p : removing) ++counts_[{p, "removed"}];
   for (const auto& d : r.dry_run) {
     if (d.would_reject) ++counts_[{d.policy, "dry_run_would_reject"}];
   }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -25,7 +26,9 @@ namespace kinference::policy {
 inline constexpr std::string_view kDecisionHeader = "x-kinference-decision";
 
 struct DecisionRecord {
-  Seconds at = 0;  // gateway clock
+  // Model seconds on the gateway's clock (RealClock scaled by time_scale, counted from
+  // the gateway's start), not wall-clock time.
+  Seconds at = 0;
   std::string request_id;
   std::string tenant;
   std::string model;         // requested
@@ -35,7 +38,8 @@ struct DecisionRecord {
   std::string outcome;   // "routed" | "rejected"
   std::string endpoint;  // routed: the endpoint picked
   std::optional<double> predicted_ttft_s;
-  std::string message;  // rejected: the error message
+  std::string message;      // rejected: the error message
+  std::string rejected_by;  // rejected: the policy that rejected it (empty: none named)
   std::vector<Removal> removed;
   std::vector<DryRunEffect> dry_run;
 };
@@ -43,9 +47,11 @@ struct DecisionRecord {
 // A routed request's record from its evaluation and the router's pick.
 DecisionRecord RoutedRecord(const Evaluation& ev, const RequestInfo& req, Seconds at,
                             std::string request_id, std::string endpoint, double predicted_ttft_s);
-// A rejected request's record.
+// A rejected request's record. `matched`: the policies whose match held
+// (MatchingPolicies); the rejecting policy is added when missing.
 DecisionRecord RejectedRecord(const Status& rejection, const RequestInfo& req, uint64_t generation,
-                              Seconds at, std::string request_id);
+                              Seconds at, std::string request_id,
+                              std::vector<std::string> matched = {});
 
 // Header value, e.g. "generation=3; policies=pii-local-only,local-first;
 // endpoint=a/0; predicted_ttft_s=0.412" ("policies=-" when none matched; endpoint and
@@ -61,8 +67,9 @@ class DecisionLog {
   explicit DecisionLog(size_t capacity = 256) : capacity_(capacity) {}
   void Add(DecisionRecord record);
   std::vector<DecisionRecord> Snapshot() const;  // oldest first
-  // {"decisions": [...]} oldest first; field names as in DecisionRecord.
-  std::string ToJson() const;
+  // {"decisions": [...]} oldest first; field names as in DecisionRecord. With `keep`, only
+  // the records it accepts (e.g. one tenant's).
+  std::string ToJson(const std::function<bool(const DecisionRecord&)>& keep = {}) const;
 
  private:
   const size_t capacity_;
@@ -70,8 +77,10 @@ class DecisionLog {
   std::deque<DecisionRecord> ring_;
 };
 
-// Counts per (policy, outcome): "matched", "removed" (candidates removed),
-// "rejected", "dry_run_would_reject".
+// Counts per (policy, outcome), each at most once per request, so that a rate is "requests
+// per second": "matched" (routed or rejected, the policy's match held), "removed" (the
+// policy removed at least one candidate), "rejected" (the policy rejected the request),
+// "dry_run_would_reject".
 class PolicyCounters {
  public:
   void Record(const DecisionRecord& r);

@@ -132,6 +132,14 @@ bool Matches(const Policy& p, const RequestInfo& req) {
   return true;
 }
 
+std::vector<std::string> MatchingPolicies(const PolicySet& set, const RequestInfo& req) {
+  std::vector<std::string> out;
+  for (const auto& p : set.policies) {
+    if (Matches(p, req)) out.push_back(p.name);
+  }
+  return out;
+}
+
 Result<Evaluation> Evaluate(const PolicySet& set, const RequestInfo& req,
                             std::span<const Candidate> candidates) {
   Evaluation ev;

@@ -89,6 +89,10 @@ struct Evaluation {
 // True when `policy`'s match holds for `req` (tags judged on req.tags as given).
 bool Matches(const Policy& policy, const RequestInfo& req);
 
+// Names of the policies of `set` whose match holds for `req`, in evaluation order (what a
+// rejected request's decision record lists as matched).
+std::vector<std::string> MatchingPolicies(const PolicySet& set, const RequestInfo& req);
+
 Result<Evaluation> Evaluate(const PolicySet& set, const RequestInfo& req,
                             std::span<const Candidate> candidates);
 

@@ -13,6 +13,27 @@
 namespace kinference::policy {
 namespace {
 
+bool ValidTag(std::string_view t) {
+  if (t.empty()) return false;
+  for (char c : t) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ':' || c == '.' ||
+              c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Kubernetes DNS-1123 subdomain (metadata.name of most resources). The name goes into the
+// decision header and /metrics labels, so quotes, commas and CR/LF must never appear.
+bool ValidName(std::string_view n) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (n.empty() || n.size() > 253 || !alnum(n.front()) || !alnum(n.back())) return false;
+  for (char c : n) {
+    if (!alnum(c) && c != '-' && c != '.') return false;
+  }
+  return true;
+}
+
 // Collects errors as "source: path: reason".
 class Parser {
  public:
@@ -101,6 +122,19 @@ class Parser {
     return out;
   }
 
+  // Tags as the taggers emit them (policy/taggers.h, ParseTagHeader): [a-z0-9:._-]. A
+  // tag outside that alphabet could never match.
+  std::vector<std::string> Tags(const YAML::Node& n, const std::string& path) {
+    std::vector<std::string> out = Strings(n, path);
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!ValidTag(out[i]))
+        Error(fmt::format("{}[{}]", path, i),
+              fmt::format("invalid tag '{}' (tags use lower-case a-z, 0-9, ':', '.', '_', '-')",
+                          out[i]));
+    }
+    return out;
+  }
+
   Selector ParseSelector(const YAML::Node& n, const std::string& path) {
     Selector s;
     if (!CheckMap(n, path, {"classes", "pools", "providers"})) return s;
@@ -129,9 +163,9 @@ class Parser {
     if (auto t = n["tags"]) {
       std::string tp = Join(path, "tags");
       if (CheckMap(t, tp, {"anyOf", "allOf", "noneOf"})) {
-        if (t["anyOf"]) m.tags.any_of = Strings(t["anyOf"], Join(tp, "anyOf"));
-        if (t["allOf"]) m.tags.all_of = Strings(t["allOf"], Join(tp, "allOf"));
-        if (t["noneOf"]) m.tags.none_of = Strings(t["noneOf"], Join(tp, "noneOf"));
+        if (t["anyOf"]) m.tags.any_of = Tags(t["anyOf"], Join(tp, "anyOf"));
+        if (t["allOf"]) m.tags.all_of = Tags(t["allOf"], Join(tp, "allOf"));
+        if (t["noneOf"]) m.tags.none_of = Tags(t["noneOf"], Join(tp, "noneOf"));
       }
     }
     if (auto f = n["features"]) {
@@ -228,7 +262,12 @@ class Parser {
       if (!md["name"])
         Error(Join(path, "metadata.name"), "required");
       else if (auto n = String(md["name"], Join(path, "metadata.name"))) {
-        if (n->empty()) Error(Join(path, "metadata.name"), "must not be empty");
+        if (!ValidName(*n))
+          Error(Join(path, "metadata.name"),
+                fmt::format("invalid name '{}' (a DNS-1123 subdomain: lower-case alphanumerics, "
+                            "'-' and '.', at most 253 characters, starting and ending with an "
+                            "alphanumeric)",
+                            *n));
         p.name = *n;
       }
     }
@@ -340,6 +379,12 @@ Result<PolicySet> LoadPolicySet(std::span<const std::string> paths, uint64_t gen
     auto parsed = ParsePolicies(ss.str(), path);
     if (!parsed.ok()) {
       errors.push_back(parsed.status().message());
+      continue;
+    }
+    if (parsed->empty()) {
+      // An empty or comment-only file is a mistake (or a half-written file during a hot
+      // reload): reject it so that the last valid set stays.
+      errors.push_back(fmt::format("{}: no InferencePolicy documents", path));
       continue;
     }
     for (auto& p : *parsed) {

@@ -42,6 +42,7 @@ enum class OnTaggerFailure { kReject, kIgnore };
 const char* ToString(Mode m);
 const char* ToString(EndpointClass c);
 
+// Tag names use the taggers' alphabet [a-z0-9:._-] (others are load errors).
 struct TagMatch {
   std::vector<std::string> any_of;   // at least one present (ignored when empty)
   std::vector<std::string> all_of;   // every one present
@@ -102,7 +103,7 @@ struct Alternative {
 };
 
 struct Policy {
-  std::string name;
+  std::string name;      // DNS-1123 subdomain ([a-z0-9.-], <= 253, alphanumeric ends)
   std::string source;    // file it came from
   int64_t priority = 0;  // higher first; ties by name
   Mode mode = Mode::kEnforce;
@@ -123,6 +124,8 @@ struct PolicySet {
 Result<std::vector<Policy>> ParsePolicies(std::string_view yaml_text, std::string_view source);
 
 // Reads and parses every file, checks that names are unique, sorts into evaluation order.
+// A file holding no policy (empty or comments only) is an error ("FILE: no
+// InferencePolicy documents"): a half-written file must not load as "no policies".
 // Errors: kInvalidArgument (one line per problem, every file checked), kNotFound when a
 // file cannot be read.
 Result<PolicySet> LoadPolicySet(std::span<const std::string> paths, uint64_t generation = 1);

@@ -4,8 +4,10 @@ namespace kinference::policy {
 
 PolicyStore::PolicyStore() : current_(std::make_shared<const PolicySet>()) {}
 
-PolicyStore::PolicyStore(std::vector<std::string> paths)
-    : paths_(std::move(paths)), current_(std::make_shared<const PolicySet>()) {}
+PolicyStore::PolicyStore(std::vector<std::string> paths, Validator validate)
+    : paths_(std::move(paths)),
+      validate_(std::move(validate)),
+      current_(std::make_shared<const PolicySet>()) {}
 
 std::shared_ptr<const PolicySet> PolicyStore::Current() const {
   std::lock_guard lock(mu_);
@@ -33,6 +35,9 @@ Status PolicyStore::Reload() {
   auto loaded = LoadPolicySet(paths_, next);
   last_stamps_ = std::move(stamps);
   if (!loaded.ok()) return loaded.status();
+  if (validate_) {
+    if (Status s = validate_(*loaded); !s.ok()) return s;
+  }
   auto fresh = std::make_shared<const PolicySet>(std::move(loaded).value());
   std::lock_guard lock(mu_);
   current_ = std::move(fresh);

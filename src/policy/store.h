@@ -1,5 +1,8 @@
 // PolicyStore: the current PolicySet, swapped atomically on hot reload.
 //
+// An optional Validator (the gateway's reference check, policy/references.h) runs on every
+// freshly loaded set; its error rejects the set exactly like a load error.
+//
 // Readers take a shared_ptr snapshot (Current()) and evaluate against it for the whole
 // request, so a reload never changes a decision half-way. Reload() reads and validates the
 // files; an invalid new set is rejected with its errors and the last valid set stays.
@@ -14,6 +17,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,8 +31,10 @@ namespace kinference::policy {
 class PolicyStore {
  public:
   // Starts with an empty set (generation 0: no policies, no constraints).
+  using Validator = std::function<Status(const PolicySet&)>;
+
   PolicyStore();
-  explicit PolicyStore(std::vector<std::string> paths);
+  explicit PolicyStore(std::vector<std::string> paths, Validator validate = {});
 
   std::shared_ptr<const PolicySet> Current() const;
   // Loads the configured files. On error the current set is kept and the error returned.
@@ -47,6 +53,7 @@ class PolicyStore {
   std::vector<FileStamp> Stamps() const;
 
   const std::vector<std::string> paths_;
+  const Validator validate_;
   mutable std::mutex mu_;
   std::shared_ptr<const PolicySet> current_;
   std::vector<FileStamp> last_stamps_;

@@ -2,9 +2,12 @@
 // upstreams: the upstream sees the equivalent chat completion, the client sees the
 // Anthropic message / event stream, and failures answer in Anthropic's error shape.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <optional>
 #include <thread>
@@ -140,6 +143,62 @@ TEST_F(AnthropicProxyTest, UpstreamServerErrorIsRetriedThenRelayedInAnthropicSha
   EXPECT_EQ(json::parse(r.body).at("type"), "error");
   EXPECT_EQ(json::parse(r.body).at("error").at("type"), "api_error");
   EXPECT_EQ(fakes_[0]->requests() + fakes_[1]->requests(), 2);
+}
+
+// A local vLLM started with --api-key rejecting the gateway's key: the gateway's own
+// credential, so 502 in each front's shape, never the upstream's 401.
+TEST_F(AnthropicProxyTest, LocalEndpointRejectingTheKeyIsABadGateway) {
+  fakes_.push_back(std::make_unique<FakeUpstream>(io_, FakeMode::kUnauthorized));
+  StartGateway({Url(fakes_[0]->port())});
+  auto r = Post(kMessage);
+  EXPECT_EQ(r.status, 502) << r.body;
+  EXPECT_EQ(json::parse(r.body), json::parse(R"j({"type":"error","error":{"type":"api_error",
+                "message":"upstream p/0 rejected the gateway's credentials (401)"}})j"));
+  auto s = Post(kStreamMessage);
+  EXPECT_EQ(s.status, 502) << s.body;
+  EXPECT_EQ(json::parse(s.body).at("error").at("type"), "api_error");
+  auto o =
+      Post(R"({"model":"m","messages":[{"role":"user","content":"x"}]})", "/v1/chat/completions");
+  EXPECT_EQ(o.status, 502) << o.body;
+  EXPECT_EQ(json::parse(o.body).at("error").at("message"),
+            "upstream p/0 rejected the gateway's credentials (401)");
+  EXPECT_EQ(json::parse(o.body).at("error").at("code"), 502);
+}
+
+// A policy sending the request to an alternative model: the Anthropic message (whole or
+// streamed) names the model that served, as x-kinference-model does.
+TEST_F(AnthropicProxyTest, PolicyAlternativeIsTheReportedModel) {
+  fakes_.push_back(std::make_unique<FakeUpstream>(io_, FakeMode::kOk));
+  fakes_.push_back(std::make_unique<FakeUpstream>(io_, FakeMode::kOk));
+  for (auto& f : fakes_) {
+    FakeUpstream* fake = f.get();
+    OnStop([fake] { fake->Stop(); });
+  }
+  char tmpl[] = "/tmp/kinference-anth-policy-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string policy = dir + "/to-small.yaml";
+  std::ofstream(policy) << "apiVersion: kinference.io/v1alpha1\nkind: InferencePolicy\n"
+                           "metadata: {name: to-small}\nspec:\n  mode: enforce\n"
+                           "  alternatives: [{model: small, toleranceSeconds: 1000}]\n";
+  GatewayConfig c;
+  c.scrape_interval_s = 0.2;
+  c.policies.files = {policy};
+  c.policies.reload_interval_s = 0;
+  c.pools.push_back(PoolConfig{"p", "m", {ParseEndpointUrl(Url(fakes_[0]->port()), "t")}});
+  c.pools.push_back(PoolConfig{"s", "small", {ParseEndpointUrl(Url(fakes_[1]->port()), "t")}});
+  Start(c);
+  auto r = Post(kMessage);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers.Find("x-kinference-model"), "small");
+  EXPECT_EQ(json::parse(r.body).at("model"), "small");
+  auto s = Post(kStreamMessage);
+  ASSERT_EQ(s.status, 200) << s.body;
+  auto ev = Events(s.body);
+  ASSERT_FALSE(ev.empty()) << s.body;
+  EXPECT_EQ(ev.front().first, "message_start");
+  EXPECT_EQ(ev.front().second.at("message").at("model"), "small");
+  EXPECT_EQ(fakes_[0]->requests(), 0);
 }
 
 }  // namespace

@@ -31,12 +31,13 @@ FakeUpstream::FakeUpstream(boost::asio::io_context& io, FakeMode mode, uint16_t 
   };
   server_->Route("POST", "/v1/chat/completions", handler);
   server_->Route("POST", "/v1/completions", handler);
-  server_->Route("GET", "/metrics", [](http::Request, auto w) {
+  server_->Route("GET", "/metrics", [this](http::Request, auto w) {
     w->Send(200, "text/plain",
             "# TYPE vllm:num_requests_running gauge\n"
             "vllm:num_requests_running{model_name=\"m\"} 0\n"
             "# TYPE vllm:num_requests_waiting gauge\n"
-            "vllm:num_requests_waiting{model_name=\"m\"} 0\n");
+            "vllm:num_requests_waiting{model_name=\"m\"} " +
+                std::to_string(waiting_.load()) + "\n");
   });
   auto bound = server_->Start();
   port_ = bound.ok() ? *bound : 0;
@@ -52,6 +53,10 @@ void FakeUpstream::Handle(http::Request r, std::shared_ptr<http::ResponseWriter>
   {
     std::lock_guard<std::mutex> lock(mu_);
     bodies_.push_back(r.body);
+  }
+  if (mode_ == FakeMode::kUnauthorized) {
+    w->Send(401, "application/json", R"({"error":"Unauthorized"})");
+    return;
   }
   if (mode_ == FakeMode::kFail500) {
     w->Send(500, "application/json", R"({"error":{"message":"boom","type":"internal_error"}})");

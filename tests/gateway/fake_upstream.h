@@ -19,9 +19,10 @@
 namespace kinference::gateway::testing {
 
 enum class FakeMode {
-  kOk,       // answers like vLLM: streamed (role, 3 content chunks, finish, usage, [DONE])
-  kFail500,  // 500 with an OpenAI error body
-  kHang,     // streams the role chunk and one content chunk, then never ends
+  kOk,            // answers like vLLM: streamed (role, 3 content chunks, finish, usage, [DONE])
+  kFail500,       // 500 with an OpenAI error body
+  kHang,          // streams the role chunk and one content chunk, then never ends
+  kUnauthorized,  // 401 as vLLM started with --api-key answers a wrong key
 };
 
 class FakeUpstream {
@@ -33,6 +34,8 @@ class FakeUpstream {
   int closed() const { return closed_; }  // clients that went away mid-stream
   std::vector<std::string> bodies() const;
   void Stop() { server_->Stop(); }
+  // vllm:num_requests_waiting reported by GET /metrics (default 0).
+  void set_waiting(int n) { waiting_ = n; }
   // kHang: ends the held streams like kOk does (b, c, finish, [DONE]). Call on the
   // io_context thread (asio::post).
   void FinishHeld();
@@ -44,6 +47,7 @@ class FakeUpstream {
   std::unique_ptr<http::Server> server_;
   uint16_t port_ = 0;
   std::atomic<int> requests_{0};
+  std::atomic<int> waiting_{0};
   std::shared_ptr<std::atomic<int>> closed_counter_ = std::make_shared<std::atomic<int>>(0);
   std::atomic<int>& closed_ = *closed_counter_;
   mutable std::mutex mu_;

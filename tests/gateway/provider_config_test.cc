@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -82,6 +83,30 @@ TEST(ProviderConfigTest, DefaultPortsAndErrors) {
             std::string::npos);
 }
 
+TEST(ProviderConfigTest, AnthropicApi) {
+  const std::string base =
+      "providers:\n  - {name: a, model: claude-x, serves_model: m, "
+      "base_url: 'https://api.anthropic.com', api_key_env: K";
+  auto c = ParseGatewayConfig(base + ", api: anthropic}\n");
+  const auto& p = c.providers[0];
+  EXPECT_EQ(p.api, ProviderApi::kAnthropic);
+  EXPECT_EQ(p.anthropic_version, "2023-06-01");
+  EXPECT_EQ(p.default_max_tokens, 4096);
+  EXPECT_EQ(ProviderTarget(p, "/v1/chat/completions"), "/v1/messages");
+  auto d = ParseGatewayConfig(base +
+                              ", api: anthropic, anthropic_version: '2024-01-01', "
+                              "default_max_tokens: 100}\n");
+  EXPECT_EQ(d.providers[0].anthropic_version, "2024-01-01");
+  EXPECT_EQ(d.providers[0].default_max_tokens, 100);
+  EXPECT_EQ(ParseGatewayConfig(base + "}\n").providers[0].api, ProviderApi::kOpenAi);
+  EXPECT_NE(ErrorOf(base + ", api: grpc}\n").find("providers[0].api"), std::string::npos);
+  EXPECT_NE(ErrorOf(base + ", anthropic_version: x}\n").find("only valid with api: anthropic"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(base + ", api: anthropic, default_max_tokens: 1.5}\n")
+                .find("providers[0].default_max_tokens"),
+            std::string::npos);
+}
+
 TEST(ProviderConfigTest, LoadsKeyFromEnvOrFile) {
   auto c = ParseGatewayConfig(kProvider);
   setenv("KINFERENCE_TEST_KEY", " sk-env\n", 1);
@@ -100,6 +125,61 @@ TEST(ProviderConfigTest, LoadsKeyFromEnvOrFile) {
   EXPECT_EQ(LoadProviderApiKey(p, "providers[0]"), "sk-file");
   std::filesystem::remove(p.api_key_file);
   EXPECT_THROW(LoadProviderApiKey(p, "providers[0]"), ConfigError);
+}
+
+TEST(ProviderConfigTest, AnthropicBaseUrlEndingInV1IsAnError) {
+  for (const char* url : {"https://api.anthropic.com/v1", "https://api.anthropic.com/v1/",
+                          "https://gw.example.com/anthropic/v1"}) {
+    std::string e = ErrorOf(
+        std::string("providers:\n  - {name: a, model: claude-x, serves_model: m, base_url: '") +
+        url + "', api_key_env: K, api: anthropic}\n");
+    EXPECT_NE(e.find("providers[0].base_url"), std::string::npos) << url << ": " << e;
+    EXPECT_NE(e.find("base_url for api: anthropic ends before /v1, e.g. https://api.anthropic.com"),
+              std::string::npos)
+        << e;
+  }
+  // Fine: the API root, a path prefix, and /v1 for api: openai.
+  EXPECT_EQ(ErrorOf("providers:\n  - {name: a, model: c, serves_model: m, base_url: "
+                    "'https://gw.example.com/anthropic', api_key_env: K, api: anthropic}\n"),
+            "");
+  EXPECT_EQ(ErrorOf("providers:\n  - {name: a, model: c, serves_model: m, base_url: "
+                    "'https://api.openai.com/v1', api_key_env: K}\n"),
+            "");
+}
+
+TEST(ProviderConfigTest, CaFileIsCheckedAtStartup) {
+  ProviderConfig p = ParseGatewayConfig(kProvider).providers[0];
+  const auto dir = std::filesystem::temp_directory_path() / "kinference-test-ca";
+  std::filesystem::create_directories(dir);
+  auto error_of = [&](const std::string& path) -> std::string {
+    p.ca_file = path;
+    try {
+      CheckProviderCaFile(p, "providers[0]");
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  p.ca_file.clear();
+  EXPECT_EQ(error_of(""), "");  // the system trust store
+  std::string missing = error_of((dir / "missing.pem").string());
+  EXPECT_NE(missing.find("providers[0].ca_file"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("cannot read"), std::string::npos) << missing;
+  const std::string junk = (dir / "junk.pem").string();
+  { std::ofstream(junk) << "not a certificate\n"; }
+  std::string no_cert = error_of(junk);
+  EXPECT_NE(no_cert.find("providers[0].ca_file"), std::string::npos) << no_cert;
+  EXPECT_NE(no_cert.find("no PEM certificate"), std::string::npos) << no_cert;
+  // A real certificate loads.
+  const std::string good = (dir / "good.pem").string();
+  const std::string key = (dir / "key.pem").string();
+  std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=t -keyout " + key +
+                    " -out " + good + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(error_of(good), "");
+  std::string key_only = error_of(key);  // PEM, but a private key
+  EXPECT_NE(key_only.find("no PEM certificate"), std::string::npos) << key_only;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CircuitBreakerTest, OpensAfterNFailuresAndHalfOpensAfterCooldown) {

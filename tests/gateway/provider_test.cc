@@ -178,6 +178,51 @@ TEST_F(ProviderTest, ProviderBesideALocalPoolFailsOverToIt) {
   EXPECT_EQ(server_->requests(), 0);
 }
 
+// A wrong provider key is the gateway's fault: 502 (never the provider's 401, nor its
+// body, which may quote part of the key) and a circuit-breaker failure.
+TEST_F(ProviderTest, RejectedKeyIsABadGatewayAndABreakerFailure) {
+  server_->set_response(
+      401, "application/json",
+      R"({"error":{"message":"Incorrect API key provided: sk-pro***ret","type":"invalid_request_error","code":"invalid_api_key"}})");
+  ProviderConfig p = Provider();
+  p.retries_before_first_byte = 0;
+  p.breaker_failures = 2;
+  p.breaker_cooldown_s = 60;
+  StartWith(p);
+  auto r = Post(kChat);
+  EXPECT_EQ(r.status, 502) << r.body;
+  json::value err = json::parse(r.body).at("error");
+  EXPECT_EQ(err.at("message"), "upstream provider/ext rejected the gateway's credentials (401)");
+  EXPECT_TRUE(err.as_object().contains("type"));
+  EXPECT_EQ(r.body.find("sk-pro"), std::string::npos) << r.body;
+  EXPECT_EQ(Metric("kinference_endpoint_healthy{endpoint=\"provider/ext\"}"), 1);
+  server_->set_response(403, "application/json", R"({"error":{"message":"region"}})");
+  auto s = Post(kStreamChat);
+  EXPECT_EQ(s.status, 502) << s.body;
+  EXPECT_EQ(json::parse(s.body).at("error").at("message"),
+            "upstream provider/ext rejected the gateway's credentials (403)");
+  // Two consecutive failures opened the breaker: the provider is no longer called.
+  EXPECT_EQ(Metric("kinference_endpoint_healthy{endpoint=\"provider/ext\"}"), 0);
+  EXPECT_EQ(Post(kChat).status, 503);
+  EXPECT_EQ(server_->requests(), 2);
+  EXPECT_EQ(Metric("kinference_requests_total{endpoint=\"provider/ext\",strategy="
+                   "\"predicted-ttft\",outcome=\"error\"}"),
+            2);
+}
+
+TEST_F(ProviderTest, UnusableCaFileIsAStartupErrorNamingTheField) {
+  ProviderConfig p = Provider();
+  p.ca_file = cert_.key_file;  // PEM, but no certificate
+  GatewayConfig c;
+  c.providers.push_back(p);
+  try {
+    Gateway g(io(), c);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("providers[0].ca_file"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(ProviderTest, RetriesBeforeFirstByteOnTheProvider) {
   server_->set_status(500);
   ProviderConfig p = Provider();

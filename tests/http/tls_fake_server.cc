@@ -61,6 +61,19 @@ std::string TlsFakeServer::last_body() const {
   std::lock_guard<std::mutex> l(mu_);
   return body_;
 }
+void TlsFakeServer::set_response(int status, std::string content_type, std::string body) {
+  std::lock_guard<std::mutex> l(mu_);
+  canned_ = true;
+  canned_status_ = status;
+  canned_type_ = std::move(content_type);
+  canned_body_ = std::move(body);
+}
+std::string TlsFakeServer::last_header(const std::string& name) const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [k, v] : headers_)
+    if (boost::beast::iequals(k, name)) return v;
+  return "";
+}
 std::string TlsFakeServer::last_sni() const {
   std::lock_guard<std::mutex> l(mu_);
   return sni_;
@@ -87,6 +100,8 @@ void TlsFakeServer::Serve() {
       body_ = req.body();
       const char* sni = SSL_get_servername(stream.native_handle(), TLSEXT_NAMETYPE_host_name);
       sni_ = sni ? sni : "";
+      headers_.clear();
+      for (const auto& f : req) headers_.emplace_back(f.name_string(), f.value());
     }
     bhttp::response<bhttp::string_body> res;
     res.version(11);
@@ -100,7 +115,12 @@ void TlsFakeServer::Serve() {
     }
     const std::string usage =
         R"({"prompt_tokens":7,"completion_tokens":2,"total_tokens":9,"prompt_tokens_details":{"cached_tokens":0}})";
-    if (status_ != 200) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (canned_) {
+      res.result(canned_status_);
+      res.set(bhttp::field::content_type, canned_type_);
+      res.body() = canned_body_;
+    } else if (status_ != 200) {
       res.set(bhttp::field::content_type, "application/json");
       res.body() = R"({"error":{"message":"provider down","type":"server_error"}})";
     } else if (stream_requested) {
@@ -116,6 +136,7 @@ void TlsFakeServer::Serve() {
           R"({"id":"x","object":"chat.completion","model":"gpt-test","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":)" +
           usage + "}";
     }
+    lock.unlock();
     res.prepare_payload();
     bhttp::write(stream, res, ec);
     stream.shutdown(ec);

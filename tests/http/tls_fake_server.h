@@ -1,7 +1,8 @@
 // Test helpers for TLS: a throwaway self-signed certificate made at test time with the
 // openssl CLI (never committed; the key lives in a temp directory) and a tiny HTTPS
 // server on Beast that plays an OpenAI-compatible provider: it records what it was sent
-// (Authorization, target, body, SNI) and answers chat completions with `status`.
+// (Authorization, target, body, SNI, any header) and answers chat completions with
+// `status`, or with a canned response (set_response) to play another API.
 //
 // Thread-safety: the server runs its own thread; accessors lock.
 #pragma once
@@ -14,6 +15,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace kinference::testing {
 
@@ -33,11 +36,14 @@ class TlsFakeServer {
   ~TlsFakeServer();
   uint16_t port() const { return port_; }
   void set_status(int status) { status_ = status; }
+  // Answers every request with exactly this status, content type and body.
+  void set_response(int status, std::string content_type, std::string body);
   int requests() const { return requests_; }
   std::string last_authorization() const;
   std::string last_target() const;
   std::string last_body() const;
   std::string last_sni() const;
+  std::string last_header(const std::string& name) const;  // "" when absent
 
  private:
   void Serve();
@@ -51,6 +57,10 @@ class TlsFakeServer {
   std::atomic<bool> stopping_{false};
   mutable std::mutex mu_;
   std::string authorization_, target_, body_, sni_;
+  std::vector<std::pair<std::string, std::string>> headers_;
+  bool canned_ = false;
+  int canned_status_ = 200;
+  std::string canned_type_, canned_body_;
   std::thread thread_;
 };
 

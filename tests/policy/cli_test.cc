@@ -59,4 +59,53 @@ TEST(PolicyValidateCli, InvalidFileExitsOneWithFieldPath) {
       << r.output;
 }
 
+std::string TempFile(const std::string& name, const std::string& text) {
+  auto path = std::filesystem::temp_directory_path() /
+              ("cli_policy_" + std::to_string(::getpid()) + "_" + name);
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(PolicyValidateCli, EmptyOrCommentOnlyFileExitsOne) {
+  auto empty = TempFile("empty.yaml", "");
+  auto comments = TempFile("comments.yaml", "# to do\n");
+  for (const auto& path : {empty, comments}) {
+    CliRun r = Validate(path);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(path + ": no InferencePolicy documents"), std::string::npos)
+        << r.output;
+  }
+  std::filesystem::remove(empty);
+  std::filesystem::remove(comments);
+}
+
+TEST(PolicyValidateCli, GatewayConfigChecksReferences) {
+  auto gw =
+      TempFile("gw.yaml", "pools: [{name: a, model: m, endpoints: [\"http://127.0.0.1:8001\"]}]\n");
+  auto policy = TempFile("refs.yaml",
+                         "apiVersion: kinference.io/v1alpha1\nkind: InferencePolicy\n"
+                         "metadata: {name: refs}\nspec:\n  match: {models: [later]}\n"
+                         "  constraints: {include: {pools: [b]}}\n");
+  CliRun without = Validate(policy);  // no gateway config: references unknown
+  EXPECT_EQ(without.exit_code, 0) << without.output;
+  CliRun with = Validate("--gateway-config " + gw + " " + policy);
+  EXPECT_EQ(with.exit_code, 1) << with.output;
+  EXPECT_NE(
+      with.output.find("spec.constraints.include.pools[0]: unknown pool 'b' (gateway has: a)"),
+      std::string::npos)
+      << with.output;
+  EXPECT_NE(with.output.find("warning: " + policy +
+                             ": policy refs: spec.match.models[0]: no endpoint serves model "
+                             "'later'"),
+            std::string::npos)
+      << with.output;
+  std::ofstream(policy)
+      << "apiVersion: kinference.io/v1alpha1\nkind: InferencePolicy\n"
+         "metadata: {name: refs}\nspec:\n  constraints: {include: {pools: [a]}}\n";
+  CliRun ok = Validate("--gateway-config " + gw + " " + policy);
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  std::filesystem::remove(gw);
+  std::filesystem::remove(policy);
+}
+
 }  // namespace

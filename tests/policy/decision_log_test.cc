@@ -59,7 +59,7 @@ TEST(DecisionLog, RoutedHeaderRingJsonAndCounters) {
   counters.Record(rec);
   counters.Record(rej);
   auto counts = counters.Snapshot();
-  EXPECT_EQ((counts[{"no-providers", "matched"}]), 1u);
+  EXPECT_EQ((counts[{"no-providers", "matched"}]), 2u);  // the rejected request matched too
   EXPECT_EQ((counts[{"no-providers", "removed"}]), 1u);
   EXPECT_EQ((counts[{"no-providers", "rejected"}]), 1u);
 }

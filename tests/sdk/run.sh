@@ -69,8 +69,14 @@ port_of() {
 
 launch sim1 engine-sim --port 0 --time-scale "$TIME_SCALE" --served-model-name "$MODEL"
 launch sim2 engine-sim --port 0 --time-scale "$TIME_SCALE" --served-model-name "$MODEL"
+# An Anthropic provider: engine-sim's /v1/messages, x-api-key required.
+ANTHROPIC_MODEL="sdk-claude"
+ANTHROPIC_KEY="sk-sdk-anthropic"
+launch sim3 engine-sim --port 0 --time-scale "$TIME_SCALE" --served-model-name claude-sim \
+  --require-api-key "$ANTHROPIC_KEY"
 SIM1=$(port_of sim1 "${PIDS[0]}")
 SIM2=$(port_of sim2 "${PIDS[1]}")
+SIM3=$(port_of sim3 "${PIDS[2]}")
 cat >"$WORK/gateway.yaml" <<YAML
 listen: {address: 127.0.0.1, port: 0}
 time_scale: $TIME_SCALE
@@ -79,12 +85,24 @@ pools:
   - name: sim
     model: $MODEL
     endpoints: ["http://127.0.0.1:$SIM1", "http://127.0.0.1:$SIM2"]
+providers:
+  - name: claude
+    api: anthropic
+    model: claude-sim
+    serves_model: $ANTHROPIC_MODEL
+    base_url: http://127.0.0.1:$SIM3
+    api_key_env: KINFERENCE_SDK_ANTHROPIC_KEY
 YAML
+export KINFERENCE_SDK_ANTHROPIC_KEY="$ANTHROPIC_KEY"
 launch gateway gateway --config "$WORK/gateway.yaml"
-GW=$(port_of gateway "${PIDS[2]}")
+unset KINFERENCE_SDK_ANTHROPIC_KEY
+GW=$(port_of gateway "${PIDS[3]}")
 
 export KINFERENCE_GATEWAY_URL="http://127.0.0.1:$GW"
 export KINFERENCE_MODEL="$MODEL"
+export KINFERENCE_ANTHROPIC_MODEL="$ANTHROPIC_MODEL"
+export KINFERENCE_ANTHROPIC_SIM_URL="http://127.0.0.1:$SIM3"
+export KINFERENCE_ANTHROPIC_SIM_KEY="$ANTHROPIC_KEY"
 echo "== SDK conformance against $KINFERENCE_GATEWAY_URL (server logs: $WORK)"
 cd "$HERE"
 # pytest's own summary line is the last line of output.

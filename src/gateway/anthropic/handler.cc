@@ -5,6 +5,7 @@
 #include "gateway/anthropic/messages_request.h"
 #include "gateway/anthropic/messages_response.h"
 #include "gateway/proxy.h"
+#include "http/json_body.h"
 
 namespace kinference::gateway::anthropic {
 namespace {
@@ -15,7 +16,8 @@ void SendAnthropicError(http::ResponseWriter& w, const Status& s, http::Headers 
 
 class MessagesCodec final : public ResponseCodec {
  public:
-  explicit MessagesCodec(ResponseContext ctx) : ctx_(ctx), stream_(std::move(ctx)) {}
+  MessagesCodec(ResponseContext ctx, NativeRequest native)
+      : ctx_(ctx), stream_(std::move(ctx)), native_(std::move(native)) {}
 
   void SendError(http::ResponseWriter& w, const Status& status, http::Headers extra) override {
     SendAnthropicError(w, status, std::move(extra));
@@ -29,11 +31,38 @@ class MessagesCodec final : public ResponseCodec {
   std::string OnEnd() override { return stream_.OnEnd(); }
   std::string OnStreamError(const Status& status) override { return stream_.OnError(status); }
   bool failed() const override { return stream_.failed(); }
+  void SetServedModel(const std::string& model) override {
+    ctx_.model = model;
+    stream_.set_model(model);
+  }
+  const NativeRequest* native_anthropic() const override { return &native_; }
 
  private:
   ResponseContext ctx_;
   StreamTranslator stream_;
+  NativeRequest native_;  // for Anthropic providers: passed through as is
 };
+
+bool AnthropicProviderServes(const GatewayContext& ctx, const std::string& model) {
+  for (const auto& p : ctx.config.providers)
+    if (p.api == ProviderApi::kAnthropic && p.serves_model == model) return true;
+  return false;
+}
+
+// Routing input for a request with no OpenAI translation (it goes to Anthropic providers
+// only, natively): model, stream, max_tokens and the text of its messages, rendered by
+// the chat renderer (which reads the `text` of content blocks).
+Result<ParsedRequest> NativeOnlyRequest(std::string_view body) {
+  boost::system::error_code ec;
+  boost::json::value v = http::ParseJsonBody(body, ec);
+  const auto* o = ec ? nullptr : v.if_object();
+  if (!o) return Status(ErrorCode::kInvalidArgument, "Request body must be a JSON object");
+  boost::json::object routing;
+  for (const char* key : {"model", "stream", "max_tokens", "messages"}) {
+    if (const auto* x = o->if_contains(key)) routing[key] = *x;
+  }
+  return ParseRequest(ApiKind::kChatCompletions, boost::json::serialize(routing));
+}
 
 }  // namespace
 
@@ -42,16 +71,31 @@ void HandleMessages(const std::shared_ptr<GatewayContext>& ctx, http::Request re
   Seconds arrival = ctx->clock.Now();
   auto tenant = Identify(ctx->config.tenants, request.headers, ApiFront::kAnthropic);
   if (!tenant.ok()) return SendAnthropicError(*writer, tenant.status());
+  NativeRequest native{{},
+                       std::string(request.headers.Find("anthropic-version")),
+                       std::string(request.headers.Find("anthropic-beta")),
+                       Status::Ok()};
   auto translated = TranslateRequest(request.body);
-  if (!translated.ok()) return SendAnthropicError(*writer, translated.status());
   // The equivalent chat completion goes through the OpenAI parser, so routing features
-  // are rendered exactly as for POST /v1/chat/completions.
-  auto parsed =
-      ParseRequest(ApiKind::kChatCompletions, boost::json::serialize(translated->openai_body));
+  // are rendered exactly as for POST /v1/chat/completions. Untranslatable requests
+  // (images, documents, server tools...) are fine for an Anthropic provider.
+  Result<ParsedRequest> parsed =
+      translated.ok()
+          ? ParseRequest(ApiKind::kChatCompletions, boost::json::serialize(translated->openai_body))
+          : NativeOnlyRequest(request.body);
+  ResponseContext response;
+  if (translated.ok()) {
+    response = ResponseContext{translated->model, std::move(translated->stop_sequences)};
+  } else {
+    if (!parsed.ok() || !AnthropicProviderServes(*ctx, parsed->model))
+      return SendAnthropicError(*writer, translated.status());
+    native.untranslatable = translated.status();
+    response.model = parsed->model;
+  }
   if (!parsed.ok()) return SendAnthropicError(*writer, parsed.status());
   parsed->tenant = std::move(*tenant);
-  auto codec = std::make_shared<MessagesCodec>(
-      ResponseContext{translated->model, std::move(translated->stop_sequences)});
+  native.body = std::move(request.body);
+  auto codec = std::make_shared<MessagesCodec>(std::move(response), std::move(native));
   HandleParsed(ctx, std::move(*parsed), "/v1/chat/completions", request.headers, arrival,
                std::move(writer), std::move(codec));
 }

@@ -4,7 +4,11 @@
 // stats and usage accounting; proxy.h), and translates the response or stream back
 // (messages_response.h). Errors answer in Anthropic's shape
 // {"type":"error","error":{"type","message"}} with Anthropic's status codes (529 when
-// no endpoint can take the request).
+// no endpoint can take the request). When the endpoint picked is an Anthropic provider
+// the client's own body and headers anthropic-version / anthropic-beta are passed
+// through instead and the provider's bytes relayed unchanged (proxy.h, provider.h).
+// A request with no OpenAI translation (images, documents, server tools) goes to
+// Anthropic providers only when one serves the model; otherwise it is a 400.
 //
 // Thread-safety: runs on the gateway's io_context thread only.
 #pragma once

@@ -3,7 +3,8 @@
 // stream).
 //
 // Mapping (Anthropic API reference "Messages" and "Streaming Messages"):
-//   id "chatcmpl-X" -> "msg_X"; model: the model the client asked for.
+//   id "chatcmpl-X" -> "msg_X"; model: ResponseContext::model, the gateway model that
+//     served the request (the client's, or the alternative a policy chose).
 //   message.content -> [{"type":"text","text"}] (omitted when empty);
 //   message.tool_calls -> [{"type":"tool_use","id","name","input"}], input parsed from the
 //     arguments JSON text ({} when that is not a JSON object).
@@ -38,7 +39,7 @@ namespace kinference::gateway::anthropic {
 
 // What the response side needs from the request.
 struct ResponseContext {
-  std::string model;  // as the client named it
+  std::string model;  // the gateway model that served: the client's, or a policy's alternative
   std::vector<std::string> stop_sequences;
 };
 
@@ -61,6 +62,8 @@ std::string StopReason(std::string_view finish_reason, const std::optional<std::
 class StreamTranslator {
  public:
   explicit StreamTranslator(ResponseContext ctx) : ctx_(std::move(ctx)) {}
+  // The model message_start reports; set before the first OnData.
+  void set_model(std::string model) { ctx_.model = std::move(model); }
   // One upstream SSE event's data (a chunk's JSON or "[DONE]") -> Anthropic SSE bytes
   // (possibly empty).
   std::string OnData(std::string_view data);
