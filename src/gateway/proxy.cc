@@ -263,6 +263,7 @@ class Exchange : public InFlightRequest, public std::enable_shared_from_this<Exc
     if (finished_) return;
     ChunkInfo info = InspectChunk(ev.data);
     if (info.usage) usage_ = info.usage;
+    reply_ += info.content;
     if (info.has_content) {
       Seconds now = ctx_->clock.Now();
       if (!first_token_) {
@@ -376,7 +377,10 @@ class Exchange : public InFlightRequest, public std::enable_shared_from_this<Exc
     if (upstream_status_ == 200) {
       boost::json::error_code ec;
       auto v = boost::json::parse(body_, ec);
-      if (!ec && v.is_object()) usage_ = ParseUsage(v.get_object());
+      if (!ec && v.is_object()) {
+        usage_ = ParseUsage(v.get_object());
+        reply_ = ReplyContent(v.get_object());
+      }
     }
     bool ok = upstream_status_ >= 200 && upstream_status_ < 400;
     if (codec_) {
@@ -428,7 +432,10 @@ class Exchange : public InFlightRequest, public std::enable_shared_from_this<Exc
     if (t.status == 200) {
       boost::json::error_code ec;
       auto v = boost::json::parse(t.body, ec);
-      if (!ec && v.is_object()) usage_ = ParseUsage(v.get_object());
+      if (!ec && v.is_object()) {
+        usage_ = ParseUsage(v.get_object());
+        reply_ = ReplyContent(v.get_object());
+      }
     }
     bool ok = upstream_status_ >= 200 && upstream_status_ < 400;
     writer_->Send(upstream_status_,
@@ -539,6 +546,14 @@ class Exchange : public InFlightRequest, public std::enable_shared_from_this<Exc
     }
     ctx_->stats.RecordRequest(decision_.endpoint, decision_.strategy, label);
     if (outcome == routing::Outcome::kSuccess) {
+      // vLLM keeps the reply's KV too: the next turn re-sends prompt + reply.
+      if (dispatched_ && req_.kind == ApiKind::kChatCompletions) {
+        ctx_->router.OnCompletionText(
+            decision_.endpoint,
+            routing::ChainedBlockHashes(RenderWithReply(req_.prompt_text, reply_),
+                                        ctx_->config.block_chars),
+            now);
+      }
       ctx_->stats.RecordE2e(req_.model, now - arrival_);
       if (usage_) ctx_->stats.RecordUsage(req_.tenant, req_.model, *usage_);
     }
@@ -596,6 +611,7 @@ class Exchange : public InFlightRequest, public std::enable_shared_from_this<Exc
   std::optional<anthropic::MessagesStreamDecoder> decoder_;
   bool relay_raw_ = false;
   std::optional<routing::Usage> usage_;
+  std::string reply_;  // choice 0's reply text (chat), for Router::OnCompletionText
   std::optional<Seconds> first_token_;
   Seconds last_token_ = 0;
 };

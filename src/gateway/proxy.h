@@ -34,7 +34,10 @@
 //  - InferencePolicy (policy_gate.h) runs before the router: the router picks only among
 //    the endpoints the request's policy snapshot allows (retries included), a rejection
 //    is answered 403/503 in the API's shape, and every response after evaluation carries
-//    x-kinference-decision (routed ones also x-kinference-model, the served model).
+//    x-kinference-decision (routed ones also x-kinference-model, the served model);
+//  - a successful chat completion's reply (choice 0) is learned into its endpoint's
+//    prefix index (Router::OnCompletionText): vLLM keeps the reply's KV, and the
+//    conversation's next turn re-sends it.
 // TTFT is measured from the request's arrival at the gateway to the first chunk with
 // non-empty content, on the context's clock (model time). Non-streamed responses give
 // no TTFT (vLLM reports no timings in the body); only usage and e2e latency.

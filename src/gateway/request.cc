@@ -158,12 +158,35 @@ ChunkInfo InspectChunk(std::string_view data) {
       const json::object& d = delta->get_object();
       if (NonEmptyString(d, "content") || NonEmptyString(d, "reasoning_content"))
         info.has_content = true;
+      if (IntField(*choice, "index") == 0 && NonEmptyString(d, "content"))
+        info.content = std::string(d.at("content").get_string());
       if (const auto* tc = d.if_contains("tool_calls");
           tc && tc->is_array() && !tc->get_array().empty())
         info.has_content = true;
     }
   }
   return info;
+}
+
+std::string ReplyContent(const json::object& response) {
+  const auto* choices = response.if_contains("choices");
+  const json::array* arr = choices ? choices->if_array() : nullptr;
+  if (!arr || arr->empty() || !(*arr)[0].is_object()) return {};
+  const auto* message = (*arr)[0].get_object().if_contains("message");
+  if (!message || !message->is_object()) return {};
+  const auto* content = message->get_object().if_contains("content");
+  if (!content || !content->is_string()) return {};
+  return std::string(content->get_string());
+}
+
+std::string RenderWithReply(std::string_view prompt_text, std::string_view reply) {
+  std::string out;
+  out.reserve(prompt_text.size() + reply.size() + 11);
+  out.append(prompt_text);
+  out.append("assistant\n");
+  out.append(reply);
+  out += '\n';
+  return out;
 }
 
 }  // namespace kinference::gateway

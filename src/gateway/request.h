@@ -62,7 +62,16 @@ struct ChunkInfo {
   bool has_content = false;  // a choice carries non-empty content/text/tool calls
   bool usage_only = false;   // the final usage chunk: empty choices, usage set
   std::optional<routing::Usage> usage;
+  std::string content;  // delta.content of choice 0 (a chat chunk's reply text)
 };
 ChunkInfo InspectChunk(std::string_view data);
+
+// choices[0].message.content of a whole chat.completion response; empty when absent.
+std::string ReplyContent(const boost::json::object& response);
+
+// The text a chat request leaves cached on its endpoint once answered: its rendering
+// followed by the reply as one more assistant message, rendered as RenderChatText does
+// (what the conversation's next turn starts with; see Router::OnCompletionText).
+std::string RenderWithReply(std::string_view prompt_text, std::string_view reply);
 
 }  // namespace kinference::gateway

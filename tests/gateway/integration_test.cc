@@ -190,6 +190,50 @@ TEST_F(GatewayIntegrationTest, ClientDisconnectCancelsUpstream) {
   EXPECT_EQ(running, 0);
 }
 
+// A conversation's next turn re-sends the assistant's reply, which vLLM still caches on
+// the endpoint that generated it; the gateway learns the reply's blocks into that
+// endpoint's prefix index (Router::OnCompletionText). First turns are spread with
+// round-robin and are shorter than one 128-character block, so under `prefix` the only
+// thing that can draw a second turn back is the learned reply (without it every
+// endpoint matches nothing and the second turns do not follow their first turns).
+TEST_F(GatewayIntegrationTest, SecondTurnFollowsTheReplyItsEndpointCached) {
+  http::Headers round_robin;
+  round_robin.Add("x-kinference-strategy", "round-robin");
+  http::Headers prefix;
+  prefix.Add("x-kinference-strategy", "prefix");
+  for (int conv = 0; conv < 4; ++conv) {
+    const std::string question = "conversation " + std::to_string(conv) + ": tell me more";
+    const bool stream = conv % 2 == 1;  // the reply is learned from both response forms
+    http::Response first =
+        Chat(ChatBody(question, stream, 128, R"("ignore_eos":true)"), round_robin);
+    ASSERT_EQ(first.status, 200) << first.body;
+    std::string reply;
+    if (stream) {
+      for (const auto& ev : Events(first.body)) {
+        if (ev == "[DONE]") continue;
+        auto v = json::parse(ev).as_object();
+        for (const auto& c : v["choices"].as_array())
+          if (const auto* d = c.as_object().if_contains("delta"))
+            if (const auto* t = d->as_object().if_contains("content"); t && t->is_string())
+              reply += std::string(t->get_string());
+      }
+    } else {
+      reply = std::string(
+          json::parse(first.body).at("choices").at(0).at("message").at("content").as_string());
+    }
+    ASSERT_GT(reply.size(), 300u) << "the reply must span several 128-character blocks";
+    json::array messages{json::object{{"role", "user"}, {"content", question}},
+                         json::object{{"role", "assistant"}, {"content", reply}},
+                         json::object{{"role", "user"}, {"content", "and then?"}}};
+    json::object body{{"model", kModel}, {"messages", messages}, {"max_tokens", 4}};
+    http::Response second = Chat(json::serialize(body), prefix);
+    ASSERT_EQ(second.status, 200) << second.body;
+    EXPECT_EQ(second.headers.Find("x-kinference-endpoint"),
+              first.headers.Find("x-kinference-endpoint"))
+        << "conversation " << conv;
+  }
+}
+
 TEST_F(GatewayIntegrationTest, ErrorShapes) {
   auto bad = Chat("{\"model\": [");
   EXPECT_EQ(bad.status, 400);

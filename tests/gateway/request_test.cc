@@ -149,5 +149,39 @@ TEST(InspectChunk, ClassifiesChunks) {
   EXPECT_FALSE(InspectChunk("garbage").parsed);
 }
 
+TEST(InspectChunk, ReplyTextOfChoiceZero) {
+  EXPECT_EQ(InspectChunk(R"({"choices":[{"index":0,"delta":{"content":" hi"}}]})").content, " hi");
+  EXPECT_EQ(InspectChunk(R"({"choices":[{"index":1,"delta":{"content":"other"}}]})").content, "");
+  EXPECT_EQ(InspectChunk(R"({"choices":[{"index":0,"delta":{"reasoning_content":"r"}}]})").content,
+            "");
+}
+
+TEST(ReplyContent, WholeResponse) {
+  auto v = boost::json::parse(
+      R"({"choices":[{"index":0,"message":{"role":"assistant","content":"Hello."}}]})");
+  EXPECT_EQ(ReplyContent(v.as_object()), "Hello.");
+  auto tools = boost::json::parse(
+      R"({"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[]}}]})");
+  EXPECT_EQ(ReplyContent(tools.as_object()), "");
+  EXPECT_EQ(ReplyContent(boost::json::object{}), "");
+}
+
+// The contract Router::OnCompletionText relies on: what a turn leaves cached is exactly
+// the start of the next turn's rendering.
+TEST(RenderWithReply, IsAPrefixOfTheNextTurn) {
+  auto turn1 = boost::json::parse(R"([{"role":"system","content":"Be brief."},
+                                      {"role":"user","content":"Hi"}])");
+  auto turn2 = boost::json::parse(R"([{"role":"system","content":"Be brief."},
+                                      {"role":"user","content":"Hi"},
+                                      {"role":"assistant","content":"Hello there."},
+                                      {"role":"user","content":"More?"}])");
+  auto r1 = RenderChatText(turn1);
+  auto r2 = RenderChatText(turn2);
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  std::string cached = RenderWithReply(*r1, "Hello there.");
+  EXPECT_EQ(r2->substr(0, cached.size()), cached);
+  EXPECT_GT(r2->size(), cached.size());
+}
+
 }  // namespace
 }  // namespace kinference::gateway
