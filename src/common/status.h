@@ -51,6 +51,13 @@ class Status {
   std::string param_;
 };
 
+// A kInvalidArgument status about `param` (OpenAI's `param`; empty when none).
+inline Status InvalidArgument(std::string message, std::string param = {}) {
+  Status s(ErrorCode::kInvalidArgument, std::move(message));
+  s.WithParam(std::move(param));
+  return s;
+}
+
 // HTTP status code for an error code (200 for kOk, 499 for kCancelled).
 int HttpStatusFor(ErrorCode code);
 // OpenAI error `type` string for an error code, e.g. "invalid_request_error".
@@ -60,8 +67,8 @@ const char* OpenAiErrorType(ErrorCode code);
 template <typename T>
 class Result {
  public:
-  Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {}     // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
   Result(ErrorCode code, std::string msg) : v_(Status(code, std::move(msg))) {}
 
   bool ok() const { return std::holds_alternative<T>(v_); }

@@ -13,17 +13,11 @@ namespace json = boost::json;
 
 namespace {
 
-Status Invalid(std::string message, std::string param = {}) {
-  Status s(ErrorCode::kInvalidArgument, std::move(message));
-  if (!param.empty()) s.WithParam(std::move(param));
-  return s;
-}
-
 Result<json::object> ParseObject(std::string_view body) {
   boost::system::error_code ec;
   json::value v = http::ParseJsonBody(body, ec);
-  if (ec) return Invalid("Invalid JSON in request body: " + ec.message());
-  if (!v.is_object()) return Invalid("Request body must be a JSON object");
+  if (ec) return InvalidArgument("Invalid JSON in request body: " + ec.message());
+  if (!v.is_object()) return InvalidArgument("Request body must be a JSON object");
   return std::move(v.as_object());
 }
 
@@ -45,54 +39,58 @@ std::optional<int64_t> AsInteger(const json::value& v) {
 // Fields shared by both endpoints.
 Status ParseCommon(const json::object& o, GenerationRequest& r) {
   if (auto* m = o.if_contains("model"); m && !m->is_null()) {
-    if (!m->is_string()) return Invalid("model must be a string", "model");
+    if (!m->is_string()) return InvalidArgument("model must be a string", "model");
     r.model = std::string(m->as_string());
   }
   for (const char* name : {"max_tokens", "max_completion_tokens"}) {
     auto* v = o.if_contains(name);
     if (!v || v->is_null()) continue;
     auto n = AsInteger(*v);
-    if (!n) return Invalid(std::string(name) + " must be an integer", name);
+    if (!n) return InvalidArgument(std::string(name) + " must be an integer", name);
     if (*n < 1)
-      return Invalid(std::string(name) + " must be at least 1, got " + std::to_string(*n), name);
+      return InvalidArgument(std::string(name) + " must be at least 1, got " + std::to_string(*n),
+                             name);
     if (*n > std::numeric_limits<int>::max())
-      return Invalid(std::string(name) + " is too large", name);
+      return InvalidArgument(std::string(name) + " is too large", name);
     // vLLM: max_completion_tokens takes precedence over the deprecated max_tokens.
     r.max_tokens = static_cast<int>(*n);
   }
   auto flag = [&](const char* name, bool& out) -> Status {
     auto* v = o.if_contains(name);
     if (!v || v->is_null()) return Status::Ok();
-    if (!v->is_bool()) return Invalid(std::string(name) + " must be a boolean", name);
+    if (!v->is_bool()) return InvalidArgument(std::string(name) + " must be a boolean", name);
     out = v->as_bool();
     return Status::Ok();
   };
   if (Status s = flag("stream", r.stream); !s.ok()) return s;
   if (Status s = flag("ignore_eos", r.ignore_eos); !s.ok()) return s;
   if (auto* so = o.if_contains("stream_options"); so && !so->is_null()) {
-    if (!so->is_object()) return Invalid("stream_options must be an object", "stream_options");
+    if (!so->is_object())
+      return InvalidArgument("stream_options must be an object", "stream_options");
     // vLLM: "Stream options can only be defined when `stream=True`."
     if (!r.stream) {
-      return Invalid("Stream options can only be defined when `stream=True`.", "stream_options");
+      return InvalidArgument("Stream options can only be defined when `stream=True`.",
+                             "stream_options");
     }
     if (auto* iu = so->as_object().if_contains("include_usage"); iu && !iu->is_null()) {
-      if (!iu->is_bool()) return Invalid("include_usage must be a boolean", "stream_options");
+      if (!iu->is_bool())
+        return InvalidArgument("include_usage must be a boolean", "stream_options");
       r.include_usage = iu->as_bool();
     }
   }
   if (auto* v = o.if_contains("seed"); v && !v->is_null()) {
     auto n = AsInteger(*v);
-    if (!n) return Invalid("seed must be an integer", "seed");
+    if (!n) return InvalidArgument("seed must be an integer", "seed");
     r.seed = static_cast<uint64_t>(*n);
   }
   for (const char* name : {"temperature", "top_p"}) {  // accepted, not used
     auto* v = o.if_contains(name);
     if (v && !v->is_null() && !v->is_number())
-      return Invalid(std::string(name) + " must be a number", name);
+      return InvalidArgument(std::string(name) + " must be a number", name);
   }
   if (auto* v = o.if_contains("n"); v && !v->is_null()) {
     auto n = AsInteger(*v);
-    if (!n || *n != 1) return Invalid("only n=1 is supported", "n");
+    if (!n || *n != 1) return InvalidArgument("only n=1 is supported", "n");
   }
   return Status::Ok();
 }
@@ -103,7 +101,7 @@ Result<std::vector<TokenId>> TokenIds(const json::array& a) {
   for (const auto& v : a) {
     auto n = AsInteger(v);
     if (!n || *n < 0 || *n > std::numeric_limits<int32_t>::max()) {
-      return Invalid("prompt token ids must be non-negative integers", "prompt");
+      return InvalidArgument("prompt token ids must be non-negative integers", "prompt");
     }
     ids.push_back(static_cast<TokenId>(*n));
   }
@@ -119,14 +117,14 @@ Result<GenerationRequest> ParseCompletionRequest(std::string_view body) {
   GenerationRequest r;
   if (Status s = ParseCommon(o, r); !s.ok()) return s;
   const json::value* p = o.if_contains("prompt");
-  if (!p || p->is_null()) return Invalid("prompt is required", "prompt");
+  if (!p || p->is_null()) return InvalidArgument("prompt is required", "prompt");
   if (p->is_string()) {
     r.prompt = Tokenize(p->as_string());
   } else if (p->is_array()) {
     const json::array& a = p->as_array();
-    if (a.empty()) return Invalid("prompt must not be empty", "prompt");
+    if (a.empty()) return InvalidArgument("prompt must not be empty", "prompt");
     if (a[0].is_string() || a[0].is_array()) {
-      if (a.size() != 1) return Invalid("batched prompts are not supported", "prompt");
+      if (a.size() != 1) return InvalidArgument("batched prompts are not supported", "prompt");
       if (a[0].is_string()) {
         r.prompt = Tokenize(a[0].as_string());
       } else {
@@ -140,9 +138,9 @@ Result<GenerationRequest> ParseCompletionRequest(std::string_view body) {
       r.prompt = std::move(*ids);
     }
   } else {
-    return Invalid("prompt must be a string or a list of token ids", "prompt");
+    return InvalidArgument("prompt must be a string or a list of token ids", "prompt");
   }
-  if (r.prompt.empty()) return Invalid("prompt must not be empty", "prompt");
+  if (r.prompt.empty()) return InvalidArgument("prompt must not be empty", "prompt");
   return r;
 }
 
@@ -155,14 +153,15 @@ Result<GenerationRequest> ParseChatRequest(std::string_view body) {
   if (Status s = ParseCommon(o, r); !s.ok()) return s;
   const json::value* m = o.if_contains("messages");
   if (!m || !m->is_array() || m->as_array().empty()) {
-    return Invalid("messages must be a non-empty list", "messages");
+    return InvalidArgument("messages must be a non-empty list", "messages");
   }
   engine::ChatMessages messages;
   for (const auto& mv : m->as_array()) {
-    if (!mv.is_object()) return Invalid("each message must be an object", "messages");
+    if (!mv.is_object()) return InvalidArgument("each message must be an object", "messages");
     const json::object& msg = mv.as_object();
     const json::value* role = msg.if_contains("role");
-    if (!role || !role->is_string()) return Invalid("message role must be a string", "messages");
+    if (!role || !role->is_string())
+      return InvalidArgument("message role must be a string", "messages");
     std::string content;
     const json::value* c = msg.if_contains("content");
     if (c && c->is_string()) {
@@ -174,12 +173,13 @@ Result<GenerationRequest> ParseChatRequest(std::string_view body) {
         const json::value* text = po ? po->if_contains("text") : nullptr;
         if (!type || !type->is_string() || type->as_string() != "text" || !text ||
             !text->is_string()) {
-          return Invalid("only content parts of type \"text\" are supported", "messages");
+          return InvalidArgument("only content parts of type \"text\" are supported", "messages");
         }
         content += std::string_view(text->as_string());
       }
     } else if (c && !c->is_null()) {
-      return Invalid("message content must be a string, a list of parts or null", "messages");
+      return InvalidArgument("message content must be a string, a list of parts or null",
+                             "messages");
     }
     messages.emplace_back(std::string(role->as_string()), std::move(content));
   }
@@ -200,13 +200,13 @@ Status ResolveRequest(GenerationRequest& r, const std::string& served_model, int
   const long long total = static_cast<long long>(prompt_len) + *r.max_tokens;
   if (prompt_len >= max_model_len || total > max_model_len) {
     // vLLM's wording (serving_engine.py, _validate_input).
-    return Invalid("This model's maximum context length is " + std::to_string(max_model_len) +
-                       " tokens. However, you requested " + std::to_string(total) + " tokens (" +
-                       std::to_string(prompt_len) + " in the messages, " +
-                       std::to_string(*r.max_tokens) +
-                       " in the completion). Please reduce the length of the messages or "
-                       "completion.",
-                   "max_tokens");
+    return InvalidArgument("This model's maximum context length is " +
+                               std::to_string(max_model_len) + " tokens. However, you requested " +
+                               std::to_string(total) + " tokens (" + std::to_string(prompt_len) +
+                               " in the messages, " + std::to_string(*r.max_tokens) +
+                               " in the completion). Please reduce the length of the messages or "
+                               "completion.",
+                           "max_tokens");
   }
   return Status::Ok();
 }

@@ -2,7 +2,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -40,21 +39,11 @@ PoolConfig ParsePool(const YAML::Node& node, const std::string& where) {
 }  // namespace
 
 EndpointAddress ParseEndpointUrl(const std::string& url, const std::string& field) {
-  constexpr std::string_view kScheme = "http://";
-  std::string_view rest(url);
-  if (rest.substr(0, kScheme.size()) != kScheme)
-    Fail(field, "expected http://host:port, got '" + url + "'");
-  rest.remove_prefix(kScheme.size());
-  rest = rest.substr(0, rest.find('/'));
-  size_t colon = rest.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == rest.size())
-    Fail(field, "expected http://host:port, got '" + url + "'");
-  std::string_view port_text = rest.substr(colon + 1);
-  unsigned port = 0;
-  auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || ptr != port_text.data() + port_text.size() || port == 0 || port > 65535)
-    Fail(field, "bad port in '" + url + "'");
-  return EndpointAddress{url, std::string(rest.substr(0, colon)), static_cast<uint16_t>(port)};
+  const std::string expected = "expected http://host:port, got '" + url + "'";
+  if (!url.starts_with("http://")) Fail(field, expected);
+  config_fields::HttpUrl u = config_fields::ParseHttpUrl(url, field);
+  if (!u.explicit_port) Fail(field, expected);
+  return EndpointAddress{url, std::move(u.host), u.port};
 }
 
 GatewayConfig ParseGatewayConfig(std::string_view yaml_text) {

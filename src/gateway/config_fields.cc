@@ -1,5 +1,8 @@
 #include "gateway/config_fields.h"
 
+#include <boost/url/parse.hpp>
+#include <charconv>
+
 namespace kinference::gateway::config_fields {
 
 void Fail(const std::string& field, const std::string& what) {
@@ -31,6 +34,32 @@ std::string NonEmptyString(const YAML::Node& node, const std::string& field) {
   auto s = Scalar<std::string>(node, field, "a string");
   if (s.empty()) Fail(field, "must not be empty");
   return s;
+}
+
+HttpUrl ParseHttpUrl(const std::string& url, const std::string& field) {
+  auto u = boost::urls::parse_uri(url);
+  if (!u || (u->scheme() != "http" && u->scheme() != "https") || !u->has_authority())
+    Fail(field, "expected http(s)://host[:port][/path], got '" + url + "'");
+  if (u->has_query() || u->has_fragment() || u->has_userinfo())
+    Fail(field, "no user info, query or fragment allowed in '" + url + "'");
+  HttpUrl out;
+  out.tls = u->scheme() == "https";
+  out.port = out.tls ? 443 : 80;
+  if (u->has_port()) {
+    std::string_view text = u->port();
+    unsigned port = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+    if (ec != std::errc() || ptr != text.data() + text.size() || port == 0 || port > 65535)
+      Fail(field, "bad port in '" + url + "'");
+    out.port = static_cast<uint16_t>(port);
+    out.explicit_port = true;
+  }
+  std::string_view host = u->encoded_host_address();
+  if (host.starts_with("[") && host.ends_with("]")) host = host.substr(1, host.size() - 2);
+  if (host.empty()) Fail(field, "no host in '" + url + "'");
+  out.host = std::string(host);
+  out.path = std::string(u->encoded_path());
+  return out;
 }
 
 }  // namespace kinference::gateway::config_fields

@@ -37,4 +37,16 @@ double NonNegative(const YAML::Node& node, const std::string& field);  // >= 0
 // A non-empty string; "missing" when the node is absent.
 std::string NonEmptyString(const YAML::Node& node, const std::string& field);
 
+// An absolute http:// or https:// URL, parsed with Boost.URL (RFC 3986): the port
+// defaults to the scheme's (80, 443); IPv6 hosts lose their brackets; `path` is as
+// written (empty when absent); query and fragment are refused. Fails naming `field`.
+struct HttpUrl {
+  bool tls = false;
+  std::string host;
+  uint16_t port = 0;
+  bool explicit_port = false;  // the URL names its port
+  std::string path;
+};
+HttpUrl ParseHttpUrl(const std::string& url, const std::string& field);
+
 }  // namespace kinference::gateway::config_fields

@@ -2,7 +2,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
 #include <filesystem>
 
 #include "gateway/config.h"
@@ -47,36 +46,11 @@ namespace {
 // http(s)://host[:port][/path]; the port defaults to the scheme's (80, 443) as for
 // providers.
 void ParseClassifierUrl(ClassifierConfig& c, const std::string& field) {
-  std::string_view rest(c.url);
-  if (rest.starts_with("https://")) {
-    c.tls = true;
-    c.port = 443;
-    rest.remove_prefix(8);
-  } else if (rest.starts_with("http://")) {
-    c.tls = false;
-    c.port = 80;
-    rest.remove_prefix(7);
-  } else {
-    Fail(field, "expected http(s)://host[:port][/path], got '" + c.url + "'");
-  }
-  size_t slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  c.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
-  size_t colon = authority.rfind(':');
-  if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
-    std::string_view port_text = authority.substr(colon + 1);
-    unsigned port = 0;
-    auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (ec != std::errc() || ptr != port_text.data() + port_text.size() || port == 0 ||
-        port > 65535)
-      Fail(field, "bad port in '" + c.url + "'");
-    c.port = static_cast<uint16_t>(port);
-    authority = authority.substr(0, colon);
-  }
-  if (authority.starts_with("[") && authority.ends_with("]"))
-    authority = authority.substr(1, authority.size() - 2);
-  if (authority.empty()) Fail(field, "no host in '" + c.url + "'");
-  c.host = std::string(authority);
+  config_fields::HttpUrl u = config_fields::ParseHttpUrl(c.url, field);
+  c.tls = u.tls;
+  c.host = std::move(u.host);
+  c.port = u.port;
+  c.path = u.path.empty() ? "/" : std::move(u.path);
 }
 
 ClassifierConfig ParseClassifier(const YAML::Node& node) {

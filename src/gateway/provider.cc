@@ -5,7 +5,6 @@
 #include <openssl/x509.h>
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -25,38 +24,13 @@ using config_fields::NonNegative;
 using config_fields::Positive;
 
 void ParseBaseUrl(ProviderConfig& p, const std::string& field) {
-  std::string_view rest(p.base_url);
-  if (rest.starts_with("https://")) {
-    p.tls = true;
-    p.port = 443;
-    rest.remove_prefix(8);
-  } else if (rest.starts_with("http://")) {
-    p.tls = false;
-    p.port = 80;
-    rest.remove_prefix(7);
-  } else {
-    Fail(field, "expected https://host[:port][/path], got '" + p.base_url + "'");
-  }
-  size_t slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
+  config_fields::HttpUrl u = config_fields::ParseHttpUrl(p.base_url, field);
+  std::string_view path = u.path;
   while (path.ends_with("/")) path.remove_suffix(1);
+  p.tls = u.tls;
+  p.host = std::move(u.host);
+  p.port = u.port;
   p.base_path = std::string(path);
-  size_t colon = authority.rfind(':');
-  if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
-    std::string_view port_text = authority.substr(colon + 1);
-    unsigned port = 0;
-    auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (ec != std::errc() || ptr != port_text.data() + port_text.size() || port == 0 ||
-        port > 65535)
-      Fail(field, "bad port in '" + p.base_url + "'");
-    p.port = static_cast<uint16_t>(port);
-    authority = authority.substr(0, colon);
-  }
-  if (authority.starts_with("[") && authority.ends_with("]"))
-    authority = authority.substr(1, authority.size() - 2);
-  if (authority.empty()) Fail(field, "no host in '" + p.base_url + "'");
-  p.host = std::string(authority);
 }
 
 ProviderConfig ParseProvider(const YAML::Node& node, const std::string& where) {

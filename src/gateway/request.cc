@@ -9,12 +9,6 @@ namespace kinference::gateway {
 namespace json = boost::json;
 namespace {
 
-Status Invalid(std::string message, std::string param) {
-  Status s(ErrorCode::kInvalidArgument, std::move(message));
-  s.WithParam(std::move(param));
-  return s;
-}
-
 // Text of a message's content: a string, or the text parts of an array of parts.
 void AppendContent(const json::value& content, std::string& out) {
   if (const auto* s = content.if_string()) {
@@ -46,11 +40,11 @@ bool NonEmptyString(const json::object& o, std::string_view key) {
 
 Result<std::string> RenderChatText(const json::value& messages) {
   const auto* arr = messages.if_array();
-  if (!arr) return Invalid("'messages' must be an array", "messages");
+  if (!arr) return InvalidArgument("'messages' must be an array", "messages");
   std::string out;
   for (const auto& m : *arr) {
     const auto* msg = m.if_object();
-    if (!msg) return Invalid("each message must be an object", "messages");
+    if (!msg) return InvalidArgument("each message must be an object", "messages");
     if (const auto* role = msg->if_contains("role"); role && role->is_string())
       out.append(role->get_string().data(), role->get_string().size());
     out += '\n';
@@ -63,8 +57,8 @@ Result<std::string> RenderChatText(const json::value& messages) {
 Result<ParsedRequest> ParseRequest(ApiKind kind, std::string_view body) {
   json::error_code ec;
   json::value v = http::ParseJsonBody(body, ec);
-  if (ec) return Invalid("Invalid JSON in request body: " + ec.message(), "");
-  if (!v.is_object()) return Invalid("Request body must be a JSON object", "");
+  if (ec) return InvalidArgument("Invalid JSON in request body: " + ec.message(), "");
+  if (!v.is_object()) return InvalidArgument("Request body must be a JSON object", "");
   ParsedRequest r;
   r.kind = kind;
   r.body = std::move(v.get_object());
@@ -72,12 +66,12 @@ Result<ParsedRequest> ParseRequest(ApiKind kind, std::string_view body) {
 
   const auto* model = o.if_contains("model");
   if (!model || !model->is_string() || model->get_string().empty()) {
-    return Invalid("'model' must be a non-empty string naming a served model", "model");
+    return InvalidArgument("'model' must be a non-empty string naming a served model", "model");
   }
   r.model = std::string(model->get_string());
 
   if (const auto* stream = o.if_contains("stream"); stream && !stream->is_null()) {
-    if (!stream->is_bool()) return Invalid("'stream' must be a boolean", "stream");
+    if (!stream->is_bool()) return InvalidArgument("'stream' must be a boolean", "stream");
     r.stream = stream->get_bool();
   }
   if (const auto* so = o.if_contains("stream_options"); so && so->is_object()) {
@@ -89,13 +83,13 @@ Result<ParsedRequest> ParseRequest(ApiKind kind, std::string_view body) {
 
   if (kind == ApiKind::kChatCompletions) {
     const auto* messages = o.if_contains("messages");
-    if (!messages) return Invalid("'messages' is required", "messages");
+    if (!messages) return InvalidArgument("'messages' is required", "messages");
     auto text = RenderChatText(*messages);
     if (!text.ok()) return text.status();
     r.prompt_text = std::move(*text);
   } else {
     const auto* prompt = o.if_contains("prompt");
-    if (!prompt) return Invalid("'prompt' is required", "prompt");
+    if (!prompt) return InvalidArgument("'prompt' is required", "prompt");
     if (prompt->is_string()) {
       r.prompt_text = std::string(prompt->get_string());
     } else if (const auto* arr = prompt->if_array(); arr && !arr->empty()) {
@@ -106,7 +100,7 @@ Result<ParsedRequest> ParseRequest(ApiKind kind, std::string_view body) {
         r.prompt_text = json::serialize(*arr);
       }
     } else {
-      return Invalid("'prompt' must be a string or a non-empty array", "prompt");
+      return InvalidArgument("'prompt' must be a string or a non-empty array", "prompt");
     }
   }
   return r;

@@ -11,24 +11,17 @@
 #include "common/tokenizer.h"
 #include "http/client.h"
 #include "http/sse.h"
-#include "testing/process.h"
+#include "testing/launch.h"
 
 namespace kinference::gateway {
 namespace {
 
 namespace json = boost::json;
 using kinference::testing::ChildProcess;
+using kinference::testing::LaunchKinference;
 
 constexpr const char* kModel = "claude-local";
 constexpr const char* kTimeScale = "20";
-
-std::unique_ptr<ChildProcess> Launch(std::vector<std::string> args) {
-  args.insert(args.begin(), kinference::testing::KinferenceBin());
-  std::string error;
-  auto p = ChildProcess::Start(args, "listening on", 60, &error);
-  EXPECT_TRUE(p) << error;
-  return p;
-}
 
 class AnthropicIntegrationTest : public ::testing::Test {
  protected:
@@ -39,12 +32,12 @@ class AnthropicIntegrationTest : public ::testing::Test {
         << kTimeScale << "\nmax_body_bytes: 1048576\npools:\n  - name: sim\n    model: " << kModel
         << "\n    endpoints:\n";
     for (int i = 0; i < 2; ++i) {
-      sims_.push_back(Launch({"engine-sim", "--port", "0", "--time-scale", kTimeScale,
-                              "--served-model-name", kModel}));
+      sims_.push_back(LaunchKinference({"engine-sim", "--port", "0", "--time-scale", kTimeScale,
+                                        "--served-model-name", kModel}));
       out << "      - http://127.0.0.1:" << (sims_.back() ? sims_.back()->port() : 1) << "\n";
     }
     out.close();
-    gateway_ = Launch({"gateway", "--config", path});
+    gateway_ = LaunchKinference({"gateway", "--config", path});
   }
   static void TearDownTestSuite() {
     gateway_.reset();

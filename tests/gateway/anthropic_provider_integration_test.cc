@@ -15,30 +15,24 @@
 #include "../http/tls_fake_server.h"
 #include "http/client.h"
 #include "http/sse.h"
-#include "testing/process.h"
+#include "testing/launch.h"
 
 namespace kinference::gateway {
 namespace {
 
 namespace json = boost::json;
 using kinference::testing::ChildProcess;
-
-std::unique_ptr<ChildProcess> Launch(std::vector<std::string> args) {
-  args.insert(args.begin(), kinference::testing::KinferenceBin());
-  std::string error;
-  auto p = ChildProcess::Start(args, "listening on", 60, &error);
-  EXPECT_TRUE(p) << error;
-  return p;
-}
+using kinference::testing::LaunchKinference;
 
 class AnthropicProviderIntegrationTest : public ::testing::Test {
  protected:
   void SetUp() override {
     cert_ = kinference::testing::MakeTestCert("sim");
     ASSERT_FALSE(cert_.cert_file.empty()) << "openssl CLI failed";
-    sim_ = Launch({"engine-sim", "--port", "0", "--time-scale", "50", "--served-model-name",
-                   "claude-sim", "--require-api-key", "sk-ant-upstream", "--tls-cert",
-                   cert_.cert_file, "--tls-key", cert_.key_file});
+    sim_ =
+        LaunchKinference({"engine-sim", "--port", "0", "--time-scale", "50", "--served-model-name",
+                          "claude-sim", "--require-api-key", "sk-ant-upstream", "--tls-cert",
+                          cert_.cert_file, "--tls-key", cert_.key_file});
     ASSERT_TRUE(sim_);
     gw_ = StartGateway("sk-ant-upstream");
     ASSERT_TRUE(gw_);
@@ -61,7 +55,7 @@ class AnthropicProviderIntegrationTest : public ::testing::Test {
           << "    ca_file: " << cert_.cert_file << "\n";
     }
     setenv("KINFERENCE_IT_ANTHROPIC_KEY", key.c_str(), 1);
-    auto gw = Launch({"gateway", "--config", config});
+    auto gw = LaunchKinference({"gateway", "--config", config});
     unsetenv("KINFERENCE_IT_ANTHROPIC_KEY");
     return gw;
   }

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "gateway/config_fields.h"
+
 namespace kinference::gateway {
 namespace {
 
@@ -105,6 +107,31 @@ TEST(GatewayConfig, ExampleFileParses) {
   auto c = LoadGatewayConfig(std::string(KINFERENCE_SOURCE_DIR) + "/examples/gateway.yaml");
   ASSERT_EQ(c.pools.size(), 1u);
   EXPECT_EQ(c.pools[0].endpoints.size(), 3u);
+}
+
+// One URL parser (Boost.URL) serves pools, providers and the classifier.
+TEST(ParseHttpUrl, SchemesPortsHostsAndPaths) {
+  auto https = config_fields::ParseHttpUrl("https://api.example.com/v1/", "f");
+  EXPECT_TRUE(https.tls);
+  EXPECT_EQ(https.host, "api.example.com");
+  EXPECT_EQ(https.port, 443);
+  EXPECT_FALSE(https.explicit_port);
+  EXPECT_EQ(https.path, "/v1/");
+  auto v6 = config_fields::ParseHttpUrl("http://[::1]:8001", "f");
+  EXPECT_FALSE(v6.tls);
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.port, 8001);
+  EXPECT_TRUE(v6.explicit_port);
+  EXPECT_EQ(v6.path, "");
+  EXPECT_EQ(config_fields::ParseHttpUrl("http://h", "f").port, 80);
+  EXPECT_THROW(config_fields::ParseHttpUrl("ftp://h", "f"), ConfigError);
+  EXPECT_THROW(config_fields::ParseHttpUrl("http://h:99999", "f"), ConfigError);
+  EXPECT_THROW(config_fields::ParseHttpUrl("http://h:8000/x?y=1", "f"), ConfigError);
+  EXPECT_THROW(config_fields::ParseHttpUrl("http://", "f"), ConfigError);
+  // Pool endpoints keep their stricter form: http with an explicit port.
+  EXPECT_EQ(ParseEndpointUrl("http://[::1]:8001", "f").host, "::1");
+  EXPECT_THROW(ParseEndpointUrl("http://h", "f"), ConfigError);
+  EXPECT_THROW(ParseEndpointUrl("https://h:443", "f"), ConfigError);
 }
 
 }  // namespace

@@ -15,22 +15,15 @@
 #include "common/tokenizer.h"
 #include "http/client.h"
 #include "routing/metrics_snapshot.h"
-#include "testing/process.h"
+#include "testing/launch.h"
 
 namespace kinference::gateway {
 namespace {
 
 namespace json = boost::json;
 using kinference::testing::ChildProcess;
+using kinference::testing::LaunchKinference;
 
-// Starts `kinference <args>` and waits for its "listening on" line; null on failure.
-std::unique_ptr<ChildProcess> Launch(std::vector<std::string> args) {
-  args.insert(args.begin(), kinference::testing::KinferenceBin());
-  std::string error;
-  auto p = ChildProcess::Start(args, "listening on", 60, &error);
-  EXPECT_TRUE(p) << error;
-  return p;
-}
 std::string Url(const ChildProcess& p) { return "http://127.0.0.1:" + std::to_string(p.port()); }
 
 constexpr const char* kModel = "test-model";
@@ -74,11 +67,11 @@ class GatewayIntegrationTest : public ::testing::Test {
   static void SetUpTestSuite() {
     std::vector<std::string> urls;
     for (int i = 0; i < 3; ++i) {
-      sims_.push_back(Launch({"engine-sim", "--port", "0", "--time-scale", kTimeScale,
-                              "--served-model-name", kModel}));
+      sims_.push_back(LaunchKinference({"engine-sim", "--port", "0", "--time-scale", kTimeScale,
+                                        "--served-model-name", kModel}));
       urls.push_back(sims_.back() ? Url(*sims_.back()) : "http://127.0.0.1:1");
     }
-    gateway_ = Launch({"gateway", "--config", WriteConfig("gateway", urls)});
+    gateway_ = LaunchKinference({"gateway", "--config", WriteConfig("gateway", urls)});
   }
   static void TearDownTestSuite() {
     gateway_.reset();
@@ -254,9 +247,10 @@ TEST_F(GatewayIntegrationTest, DeadEndpointRequestsStillSucceed) {
     boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
     dead = a.local_endpoint().port();
   }
-  auto gw = Launch({"gateway", "--config",
-                    WriteConfig("gateway-dead", {"http://127.0.0.1:" + std::to_string(dead),
-                                                 Url(*sims_[0]), Url(*sims_[1])})});
+  auto gw =
+      LaunchKinference({"gateway", "--config",
+                        WriteConfig("gateway-dead", {"http://127.0.0.1:" + std::to_string(dead),
+                                                     Url(*sims_[0]), Url(*sims_[1])})});
   ASSERT_TRUE(gw);
   http::Headers rr{{{"x-kinference-strategy", "round-robin"}}};
   for (int i = 0; i < 6; ++i) {

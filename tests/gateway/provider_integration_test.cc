@@ -11,20 +11,13 @@
 #include "../http/tls_fake_server.h"
 #include "gateway/tenants.h"
 #include "http/client.h"
-#include "testing/process.h"
+#include "testing/launch.h"
 
 namespace kinference::gateway {
 namespace {
 
 using kinference::testing::ChildProcess;
-
-std::unique_ptr<ChildProcess> Launch(std::vector<std::string> args) {
-  args.insert(args.begin(), kinference::testing::KinferenceBin());
-  std::string error;
-  auto p = ChildProcess::Start(args, "listening on", 60, &error);
-  EXPECT_TRUE(p) << error;
-  return p;
-}
+using kinference::testing::LaunchKinference;
 
 http::Response Post(uint16_t port, const std::string& body, const std::string& key) {
   http::ClientRequest r;
@@ -41,8 +34,9 @@ http::Response Post(uint16_t port, const std::string& body, const std::string& k
 TEST(ProviderIntegrationTest, GatewayReachesHttpsEngineSimAsProvider) {
   auto cert = kinference::testing::MakeTestCert("sim");
   ASSERT_FALSE(cert.cert_file.empty()) << "openssl CLI failed";
-  auto sim = Launch({"engine-sim", "--port", "0", "--time-scale", "20", "--served-model-name",
-                     "upstream-model", "--tls-cert", cert.cert_file, "--tls-key", cert.key_file});
+  auto sim = LaunchKinference({"engine-sim", "--port", "0", "--time-scale", "20",
+                               "--served-model-name", "upstream-model", "--tls-cert",
+                               cert.cert_file, "--tls-key", cert.key_file});
   ASSERT_TRUE(sim);
   std::string config = ::testing::TempDir() + "/provider-gw-" + std::to_string(getpid()) + ".yaml";
   {
@@ -55,7 +49,7 @@ TEST(ProviderIntegrationTest, GatewayReachesHttpsEngineSimAsProvider) {
         << "    ca_file: " << cert.cert_file << "\n";
   }
   setenv("KINFERENCE_IT_PROVIDER_KEY", "sk-upstream", 1);
-  auto gw = Launch({"gateway", "--config", config});
+  auto gw = LaunchKinference({"gateway", "--config", config});
   unsetenv("KINFERENCE_IT_PROVIDER_KEY");
   ASSERT_TRUE(gw);
   const std::string body =

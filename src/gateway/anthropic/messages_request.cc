@@ -10,10 +10,6 @@ namespace kinference::gateway::anthropic {
 namespace json = boost::json;
 namespace {
 
-Status Invalid(std::string message) {
-  return Status(ErrorCode::kInvalidArgument, std::move(message));
-}
-
 std::string Field(std::string_view prefix, size_t index) {
   return std::string(prefix) + "." + std::to_string(index);
 }
@@ -23,17 +19,17 @@ Result<std::string> ToolResultText(const json::value& content, const std::string
   if (content.is_null()) return std::string();
   if (const auto* s = content.if_string()) return std::string(*s);
   const auto* arr = content.if_array();
-  if (!arr) return Invalid(where + ".content: must be a string or an array of blocks");
+  if (!arr) return InvalidArgument(where + ".content: must be a string or an array of blocks");
   std::string out;
   for (size_t i = 0; i < arr->size(); ++i) {
     const auto* b = (*arr)[i].if_object();
     const auto* type = b ? b->if_contains("type") : nullptr;
     if (!type || !type->is_string() || type->get_string() != "text")
-      return Invalid(where + ".content." + std::to_string(i) +
-                     ": only text blocks are supported in tool results");
+      return InvalidArgument(where + ".content." + std::to_string(i) +
+                             ": only text blocks are supported in tool results");
     const auto* text = b->if_contains("text");
     if (!text || !text->is_string())
-      return Invalid(where + ".content." + std::to_string(i) + ".text: Field required");
+      return InvalidArgument(where + ".content." + std::to_string(i) + ".text: Field required");
     if (!out.empty()) out += '\n';
     out.append(text->get_string());
   }
@@ -48,7 +44,7 @@ Result<json::array> TextParts(const json::array& blocks, const std::string& wher
     const auto* type = b ? b->if_contains("type") : nullptr;
     const auto* text = b ? b->if_contains("text") : nullptr;
     if (!type || !type->is_string() || type->get_string() != "text" || !text || !text->is_string())
-      return Invalid(Field(where, i) + ": expected a text block");
+      return InvalidArgument(Field(where, i) + ": expected a text block");
     parts.push_back(json::object{{"type", "text"}, {"text", text->get_string()}});
   }
   return parts;
@@ -58,38 +54,38 @@ Result<json::array> TextParts(const json::array& blocks, const std::string& wher
 Status TranslateMessage(const json::value& v, size_t index, json::array& out) {
   const std::string where = Field("messages", index);
   const auto* m = v.if_object();
-  if (!m) return Invalid(where + ": must be an object");
+  if (!m) return InvalidArgument(where + ": must be an object");
   const auto* role_v = m->if_contains("role");
   if (!role_v || !role_v->is_string() ||
       (role_v->get_string() != "user" && role_v->get_string() != "assistant"))
-    return Invalid(where + ".role: must be 'user' or 'assistant'");
+    return InvalidArgument(where + ".role: must be 'user' or 'assistant'");
   const std::string role(role_v->get_string());
   const auto* content = m->if_contains("content");
-  if (!content) return Invalid(where + ".content: Field required");
+  if (!content) return InvalidArgument(where + ".content: Field required");
   if (const auto* s = content->if_string()) {
     out.push_back(json::object{{"role", role}, {"content", *s}});
     return Status::Ok();
   }
   const auto* blocks = content->if_array();
-  if (!blocks) return Invalid(where + ".content: must be a string or an array of blocks");
+  if (!blocks) return InvalidArgument(where + ".content: must be a string or an array of blocks");
 
   json::array text_parts, tool_calls;
   for (size_t i = 0; i < blocks->size(); ++i) {
     const std::string bw = where + ".content." + std::to_string(i);
     const auto* b = (*blocks)[i].if_object();
     const auto* type_v = b ? b->if_contains("type") : nullptr;
-    if (!type_v || !type_v->is_string()) return Invalid(bw + ".type: Field required");
+    if (!type_v || !type_v->is_string()) return InvalidArgument(bw + ".type: Field required");
     const std::string_view type = type_v->get_string();
     if (type == "text") {
       const auto* text = b->if_contains("text");
-      if (!text || !text->is_string()) return Invalid(bw + ".text: Field required");
+      if (!text || !text->is_string()) return InvalidArgument(bw + ".text: Field required");
       text_parts.push_back(json::object{{"type", "text"}, {"text", text->get_string()}});
     } else if (type == "tool_use" && role == "assistant") {
       const auto* id = b->if_contains("id");
       const auto* name = b->if_contains("name");
       const auto* input = b->if_contains("input");
       if (!id || !id->is_string() || !name || !name->is_string())
-        return Invalid(bw + ": tool_use needs 'id' and 'name'");
+        return InvalidArgument(bw + ": tool_use needs 'id' and 'name'");
       std::string arguments = input ? json::serialize(*input) : "{}";
       tool_calls.push_back(json::object{
           {"id", id->get_string()},
@@ -97,7 +93,7 @@ Status TranslateMessage(const json::value& v, size_t index, json::array& out) {
           {"function", json::object{{"name", name->get_string()}, {"arguments", arguments}}}});
     } else if (type == "tool_result" && role == "user") {
       const auto* id = b->if_contains("tool_use_id");
-      if (!id || !id->is_string()) return Invalid(bw + ".tool_use_id: Field required");
+      if (!id || !id->is_string()) return InvalidArgument(bw + ".tool_use_id: Field required");
       const auto* c = b->if_contains("content");
       auto text = c ? ToolResultText(*c, bw) : Result<std::string>(std::string());
       if (!text.ok()) return text.status();
@@ -110,8 +106,8 @@ Status TranslateMessage(const json::value& v, size_t index, json::array& out) {
     } else if (type == "thinking" || type == "redacted_thinking") {
       continue;  // the local model did not produce it; nothing to send back
     } else {
-      return Invalid(bw + ": content block type '" + std::string(type) +
-                     "' is not supported for role '" + role + "'");
+      return InvalidArgument(bw + ": content block type '" + std::string(type) +
+                             "' is not supported for role '" + role + "'");
     }
   }
   if (role == "assistant") {
@@ -131,23 +127,25 @@ Status TranslateMessage(const json::value& v, size_t index, json::array& out) {
 
 Result<json::array> TranslateTools(const json::value& v) {
   const auto* tools = v.if_array();
-  if (!tools) return Invalid("tools: must be an array");
+  if (!tools) return InvalidArgument("tools: must be an array");
   json::array out;
   for (size_t i = 0; i < tools->size(); ++i) {
     const auto* t = (*tools)[i].if_object();
-    if (!t) return Invalid(Field("tools", i) + ": must be an object");
+    if (!t) return InvalidArgument(Field("tools", i) + ": must be an object");
     if (const auto* type = t->if_contains("type");
         type && type->is_string() && type->get_string() != "custom")
-      return Invalid(Field("tools", i) + ": server tool '" + std::string(type->get_string()) +
-                     "' is not supported by this gateway");
+      return InvalidArgument(Field("tools", i) + ": server tool '" +
+                             std::string(type->get_string()) +
+                             "' is not supported by this gateway");
     const auto* name = t->if_contains("name");
-    if (!name || !name->is_string()) return Invalid(Field("tools", i) + ".name: Field required");
+    if (!name || !name->is_string())
+      return InvalidArgument(Field("tools", i) + ".name: Field required");
     json::object fn{{"name", name->get_string()}};
     if (const auto* d = t->if_contains("description"); d && d->is_string())
       fn["description"] = d->get_string();
     const auto* schema = t->if_contains("input_schema");
     if (!schema || !schema->is_object())
-      return Invalid(Field("tools", i) + ".input_schema: Field required");
+      return InvalidArgument(Field("tools", i) + ".input_schema: Field required");
     fn["parameters"] = *schema;
     out.push_back(json::object{{"type", "function"}, {"function", std::move(fn)}});
   }
@@ -157,7 +155,7 @@ Result<json::array> TranslateTools(const json::value& v) {
 Status TranslateToolChoice(const json::value& v, json::object& body) {
   const auto* tc = v.if_object();
   const auto* type = tc ? tc->if_contains("type") : nullptr;
-  if (!type || !type->is_string()) return Invalid("tool_choice.type: Field required");
+  if (!type || !type->is_string()) return InvalidArgument("tool_choice.type: Field required");
   const std::string_view t = type->get_string();
   if (t == "auto") {
     body["tool_choice"] = "auto";
@@ -167,11 +165,11 @@ Status TranslateToolChoice(const json::value& v, json::object& body) {
     body["tool_choice"] = "none";
   } else if (t == "tool") {
     const auto* name = tc->if_contains("name");
-    if (!name || !name->is_string()) return Invalid("tool_choice.name: Field required");
+    if (!name || !name->is_string()) return InvalidArgument("tool_choice.name: Field required");
     body["tool_choice"] =
         json::object{{"type", "function"}, {"function", json::object{{"name", *name}}}};
   } else {
-    return Invalid("tool_choice.type: must be auto, any, tool or none");
+    return InvalidArgument("tool_choice.type: must be auto, any, tool or none");
   }
   if (const auto* d = tc->if_contains("disable_parallel_tool_use"); d && d->is_bool())
     body["parallel_tool_calls"] = !d->get_bool();
@@ -183,27 +181,27 @@ Status TranslateToolChoice(const json::value& v, json::object& body) {
 Result<MessagesRequest> TranslateRequest(std::string_view body) {
   json::error_code ec;
   json::value v = http::ParseJsonBody(body, ec);
-  if (ec) return Invalid("Invalid JSON in request body: " + ec.message());
+  if (ec) return InvalidArgument("Invalid JSON in request body: " + ec.message());
   const auto* o = v.if_object();
-  if (!o) return Invalid("Request body must be a JSON object");
+  if (!o) return InvalidArgument("Request body must be a JSON object");
   MessagesRequest r;
 
   const auto* model = o->if_contains("model");
   if (!model || !model->is_string() || model->get_string().empty())
-    return Invalid("model: Field required");
+    return InvalidArgument("model: Field required");
   r.model = std::string(model->get_string());
 
   const auto* max_tokens = o->if_contains("max_tokens");
-  if (!max_tokens) return Invalid("max_tokens: Field required");
+  if (!max_tokens) return InvalidArgument("max_tokens: Field required");
   if (!max_tokens->is_int64() && !max_tokens->is_uint64())
-    return Invalid("max_tokens: Input should be a valid integer");
+    return InvalidArgument("max_tokens: Input should be a valid integer");
   if (max_tokens->is_int64() && max_tokens->get_int64() < 1)
-    return Invalid("max_tokens: Input should be greater than or equal to 1");
+    return InvalidArgument("max_tokens: Input should be greater than or equal to 1");
   const int64_t mt = max_tokens->is_int64() ? max_tokens->get_int64() : INT32_MAX;
   r.max_tokens = static_cast<int>(std::min<int64_t>(mt, INT32_MAX));
 
   if (const auto* s = o->if_contains("stream"); s && !s->is_null()) {
-    if (!s->is_bool()) return Invalid("stream: Input should be a valid boolean");
+    if (!s->is_bool()) return InvalidArgument("stream: Input should be a valid boolean");
     r.stream = s->get_bool();
   }
 
@@ -216,12 +214,12 @@ Result<MessagesRequest> TranslateRequest(std::string_view body) {
       if (!parts.ok()) return parts.status();
       messages.push_back(json::object{{"role", "system"}, {"content", std::move(*parts)}});
     } else {
-      return Invalid("system: must be a string or an array of text blocks");
+      return InvalidArgument("system: must be a string or an array of text blocks");
     }
   }
   const auto* in = o->if_contains("messages");
-  if (!in || !in->is_array()) return Invalid("messages: Field required");
-  if (in->get_array().empty()) return Invalid("messages: at least one message is required");
+  if (!in || !in->is_array()) return InvalidArgument("messages: Field required");
+  if (in->get_array().empty()) return InvalidArgument("messages: at least one message is required");
   for (size_t i = 0; i < in->get_array().size(); ++i) {
     if (Status s = TranslateMessage(in->get_array()[i], i, messages); !s.ok()) return s;
   }
@@ -234,7 +232,8 @@ Result<MessagesRequest> TranslateRequest(std::string_view body) {
   if (r.stream) out["stream_options"] = json::object{{"include_usage", true}};
   for (const char* name : {"temperature", "top_p", "top_k"}) {
     if (const auto* x = o->if_contains(name); x && !x->is_null()) {
-      if (!x->is_number()) return Invalid(std::string(name) + ": Input should be a valid number");
+      if (!x->is_number())
+        return InvalidArgument(std::string(name) + ": Input should be a valid number");
       out[name] = *x;
     }
   }
@@ -243,9 +242,9 @@ Result<MessagesRequest> TranslateRequest(std::string_view body) {
   if (const auto* x = o->if_contains("ignore_eos"); x && x->is_bool()) out["ignore_eos"] = *x;
   if (const auto* stop = o->if_contains("stop_sequences"); stop && !stop->is_null()) {
     const auto* arr = stop->if_array();
-    if (!arr) return Invalid("stop_sequences: must be an array of strings");
+    if (!arr) return InvalidArgument("stop_sequences: must be an array of strings");
     for (const auto& s : *arr) {
-      if (!s.is_string()) return Invalid("stop_sequences: must be an array of strings");
+      if (!s.is_string()) return InvalidArgument("stop_sequences: must be an array of strings");
       r.stop_sequences.emplace_back(s.get_string());
     }
     if (!arr->empty()) out["stop"] = *arr;

@@ -5,23 +5,15 @@
 #include <boost/json/value.hpp>
 
 #include "gateway/anthropic/messages_request.h"
+#include "http/json_body.h"
 #include "http/sse.h"
 
 namespace kinference::gateway::anthropic {
 namespace json = boost::json;
 namespace {
 
-int64_t IntOr0(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  if (v && v->is_int64()) return v->get_int64();
-  if (v && v->is_uint64()) return static_cast<int64_t>(v->get_uint64());
-  return 0;
-}
-
-std::string StringOr(const json::object& o, std::string_view key, std::string fallback = {}) {
-  const auto* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->get_string()) : fallback;
-}
+using http::IntOr0;
+using http::StringOr;
 
 std::string MessageId(std::string_view upstream_id) {
   constexpr std::string_view kPrefix = "chatcmpl-";

@@ -10,12 +10,6 @@ namespace kinference::gateway::anthropic {
 namespace json = boost::json;
 namespace {
 
-Status Invalid(std::string message, std::string param) {
-  Status s(ErrorCode::kInvalidArgument, std::move(message));
-  s.WithParam(std::move(param));
-  return s;
-}
-
 std::string Where(size_t message, std::string_view rest = {}) {
   return "messages[" + std::to_string(message) + "]" + std::string(rest);
 }
@@ -44,24 +38,24 @@ Status ContentBlocks(const json::value* content, const std::string& where, json:
     return Status::Ok();
   }
   const auto* parts = content->if_array();
-  if (!parts) return Invalid("content must be a string, an array of parts or null", where);
+  if (!parts) return InvalidArgument("content must be a string, an array of parts or null", where);
   for (const auto& p : *parts) {
     const auto* part = p.if_object();
     const auto* type = part ? part->if_contains("type") : nullptr;
-    if (!type || !type->is_string()) return Invalid("content part without a type", where);
+    if (!type || !type->is_string()) return InvalidArgument("content part without a type", where);
     if (type->get_string() == "text") {
       const auto* text = part->if_contains("text");
-      if (!text || !text->is_string()) return Invalid("text part without text", where);
+      if (!text || !text->is_string()) return InvalidArgument("text part without text", where);
       out.push_back(json::object{{"type", "text"}, {"text", *text}});
     } else if (type->get_string() == "image_url") {
       const auto* iu = part->if_contains("image_url");
       const auto* url = iu && iu->is_object() ? iu->get_object().if_contains("url") : nullptr;
-      if (!url || !url->is_string()) return Invalid("image_url part without url", where);
+      if (!url || !url->is_string()) return InvalidArgument("image_url part without url", where);
       out.push_back(json::object{{"type", "image"}, {"source", ImageSource(url->get_string())}});
     } else {
-      return Invalid("content parts of type '" + std::string(type->get_string()) +
-                         "' cannot be sent to an Anthropic provider",
-                     where);
+      return InvalidArgument("content parts of type '" + std::string(type->get_string()) +
+                                 "' cannot be sent to an Anthropic provider",
+                             where);
     }
   }
   return Status::Ok();
@@ -94,7 +88,7 @@ Status TranslateMessage(const json::value& v, size_t i, json::array& system,
                         json::array& messages) {
   const auto* m = v.if_object();
   const auto* role_v = m ? m->if_contains("role") : nullptr;
-  if (!role_v || !role_v->is_string()) return Invalid("message without a role", Where(i));
+  if (!role_v || !role_v->is_string()) return InvalidArgument("message without a role", Where(i));
   const std::string_view role = role_v->get_string();
   const json::value* content = m->if_contains("content");
   if (role == "system" || role == "developer") {
@@ -116,14 +110,15 @@ Status TranslateMessage(const json::value& v, size_t i, json::array& system,
       const auto* id = call ? call->if_contains("id") : nullptr;
       const auto* name = f ? f->if_contains("name") : nullptr;
       if (!id || !id->is_string() || !name || !name->is_string())
-        return Invalid("tool call without id or function.name", Where(i, ".tool_calls"));
+        return InvalidArgument("tool call without id or function.name", Where(i, ".tool_calls"));
       json::value input = json::object();
       if (const auto* args = f->if_contains("arguments");
           args && args->is_string() && !args->get_string().empty()) {
         json::error_code ec;
         input = http::ParseJsonBody(args->get_string(), ec);
         if (ec || !input.is_object())
-          return Invalid("tool call arguments must be a JSON object", Where(i, ".tool_calls"));
+          return InvalidArgument("tool call arguments must be a JSON object",
+                                 Where(i, ".tool_calls"));
       }
       blocks.push_back(json::object{
           {"type", "tool_use"}, {"id", *id}, {"name", *name}, {"input", std::move(input)}});
@@ -133,7 +128,8 @@ Status TranslateMessage(const json::value& v, size_t i, json::array& system,
   }
   if (role == "tool") {
     const auto* id = m->if_contains("tool_call_id");
-    if (!id || !id->is_string()) return Invalid("tool message without tool_call_id", Where(i));
+    if (!id || !id->is_string())
+      return InvalidArgument("tool message without tool_call_id", Where(i));
     json::array result;
     if (Status s = ContentBlocks(content, Where(i, ".content"), result); !s.ok()) return s;
     json::object block{{"type", "tool_result"}, {"tool_use_id", *id}};
@@ -142,20 +138,20 @@ Status TranslateMessage(const json::value& v, size_t i, json::array& system,
     AppendTurn(messages, "user", json::array{std::move(block)}, /*lead=*/true);
     return Status::Ok();
   }
-  return Invalid("role '" + std::string(role) + "' cannot be sent to an Anthropic provider",
-                 Where(i, ".role"));
+  return InvalidArgument("role '" + std::string(role) + "' cannot be sent to an Anthropic provider",
+                         Where(i, ".role"));
 }
 
 Result<json::array> TranslateTools(const json::value& v) {
   const auto* tools = v.if_array();
-  if (!tools) return Invalid("tools must be an array", "tools");
+  if (!tools) return InvalidArgument("tools must be an array", "tools");
   json::array out;
   for (const auto& t : *tools) {
     const auto* tool = t.if_object();
     const auto* fn = tool ? tool->if_contains("function") : nullptr;
     const auto* f = fn ? fn->if_object() : nullptr;
     const auto* name = f ? f->if_contains("name") : nullptr;
-    if (!name || !name->is_string()) return Invalid("tool without function.name", "tools");
+    if (!name || !name->is_string()) return InvalidArgument("tool without function.name", "tools");
     json::object o{{"name", *name}};
     if (const auto* d = f->if_contains("description"); d && d->is_string()) o["description"] = *d;
     const auto* params = f->if_contains("parameters");
@@ -179,7 +175,8 @@ Result<json::object> TranslateToolChoice(const json::value& v) {
     const auto* name = fn && fn->is_object() ? fn->get_object().if_contains("name") : nullptr;
     if (name && name->is_string()) return json::object{{"type", "tool"}, {"name", *name}};
   }
-  return Invalid("tool_choice must be auto, required, none or a named function", "tool_choice");
+  return InvalidArgument("tool_choice must be auto, required, none or a named function",
+                         "tool_choice");
 }
 
 }  // namespace
@@ -187,9 +184,9 @@ Result<json::object> TranslateToolChoice(const json::value& v) {
 Result<std::string> BuildMessagesRequest(const json::object& chat,
                                          const UpstreamRequestOptions& options) {
   if (const auto* n = chat.if_contains("n"); n && n->is_number() && n->to_number<double>() != 1)
-    return Invalid("only n=1 can be sent to an Anthropic provider", "n");
+    return InvalidArgument("only n=1 can be sent to an Anthropic provider", "n");
   const auto* in = chat.if_contains("messages");
-  if (!in || !in->is_array()) return Invalid("'messages' is required", "messages");
+  if (!in || !in->is_array()) return InvalidArgument("'messages' is required", "messages");
   json::array system, messages;
   for (size_t i = 0; i < in->get_array().size(); ++i) {
     if (Status s = TranslateMessage(in->get_array()[i], i, system, messages); !s.ok()) return s;
