@@ -13,6 +13,7 @@ namespace kinference::gateway {
 namespace {
 
 using config_fields::CheckKeys;
+using config_fields::DurationS;
 using config_fields::Fail;
 using config_fields::NonEmptyString;
 using config_fields::Positive;
@@ -71,10 +72,10 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text) {
   }
   if (root["strategy"]) c.strategy = NonEmptyString(root["strategy"], "strategy");
   if (root["scrape_interval_s"])
-    c.scrape_interval_s = Positive(root["scrape_interval_s"], "scrape_interval_s");
+    c.scrape_interval_s = DurationS(root["scrape_interval_s"], "scrape_interval_s");
   if (root["time_scale"]) c.time_scale = Positive(root["time_scale"], "time_scale");
   if (root["request_timeout_s"])
-    c.request_timeout_s = Positive(root["request_timeout_s"], "request_timeout_s");
+    c.request_timeout_s = DurationS(root["request_timeout_s"], "request_timeout_s");
   if (root["max_body_bytes"]) {
     auto v = Scalar<long long>(root["max_body_bytes"], "max_body_bytes", "an integer");
     if (v <= 0) Fail("max_body_bytes", "must be > 0");

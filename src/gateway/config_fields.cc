@@ -2,6 +2,7 @@
 
 #include <boost/url/parse.hpp>
 #include <charconv>
+#include <cmath>
 
 namespace kinference::gateway::config_fields {
 
@@ -20,12 +21,20 @@ void CheckKeys(const YAML::Node& node, const std::string& where,
 double Positive(const YAML::Node& node, const std::string& field) {
   double v = Scalar<double>(node, field, "a number");
   if (!(v > 0)) Fail(field, "must be > 0");
+  if (!std::isfinite(v)) Fail(field, "must be finite");
   return v;
 }
 
 double NonNegative(const YAML::Node& node, const std::string& field) {
   double v = Scalar<double>(node, field, "a number");
   if (!(v >= 0)) Fail(field, "must be >= 0");
+  if (!std::isfinite(v)) Fail(field, "must be finite");
+  return v;
+}
+
+double DurationS(const YAML::Node& node, const std::string& field, bool zero_allowed) {
+  double v = zero_allowed ? NonNegative(node, field) : Positive(node, field);
+  if (v > kMaxDurationS) Fail(field, "must be at most 604800 s (one week)");
   return v;
 }
 

@@ -32,8 +32,15 @@ T Scalar(const YAML::Node& node, const std::string& field, const char* expected)
   }
 }
 
-double Positive(const YAML::Node& node, const std::string& field);     // > 0
-double NonNegative(const YAML::Node& node, const std::string& field);  // >= 0
+double Positive(const YAML::Node& node, const std::string& field);     // finite, > 0
+double NonNegative(const YAML::Node& node, const std::string& field);  // finite, >= 0
+
+// Every duration in the config (seconds) is at most one week: longer is a typo, and
+// 1e10 s overflows the timers' nanosecond clocks (Asio's steady_timer holds int64 ns,
+// about 292 years; time_scale divides durations further).
+inline constexpr double kMaxDurationS = 7 * 24 * 3600;
+// A duration in seconds: > 0 (>= 0 with zero_allowed), finite, at most kMaxDurationS.
+double DurationS(const YAML::Node& node, const std::string& field, bool zero_allowed = false);
 // A non-empty string; "missing" when the node is absent.
 std::string NonEmptyString(const YAML::Node& node, const std::string& field);
 

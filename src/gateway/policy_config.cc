@@ -27,7 +27,8 @@ PoliciesConfig ParsePoliciesConfig(const YAML::Node& node) {
     }
   }
   if (node["reload_interval_s"]) {
-    c.reload_interval_s = NonNegative(node["reload_interval_s"], "policies.reload_interval_s");
+    c.reload_interval_s =
+        config_fields::DurationS(node["reload_interval_s"], "policies.reload_interval_s", true);
     if (c.reload_interval_s != 0 && c.reload_interval_s < kMinReloadIntervalS)
       Fail("policies.reload_interval_s", "must be 0 (no polling) or >= 0.1");
   }

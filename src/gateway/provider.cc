@@ -51,7 +51,8 @@ ProviderConfig ParseProvider(const YAML::Node& node, const std::string& where) {
     p.api_key_file = NonEmptyString(node["api_key_file"], where + ".api_key_file");
   if (p.api_key_env.empty() == p.api_key_file.empty())
     Fail(where + ".api_key_env", "give exactly one of api_key_env and api_key_file");
-  if (node["timeout_s"]) p.timeout_s = Positive(node["timeout_s"], where + ".timeout_s");
+  if (node["timeout_s"])
+    p.timeout_s = config_fields::DurationS(node["timeout_s"], where + ".timeout_s");
   if (node["retries_before_first_byte"]) {
     double r = NonNegative(node["retries_before_first_byte"], where + ".retries_before_first_byte");
     if (r != static_cast<int>(r) || r > 10)
@@ -67,7 +68,8 @@ ProviderConfig ParseProvider(const YAML::Node& node, const std::string& where) {
       if (f != static_cast<int>(f)) Fail(w + ".failures", "expected an integer");
       p.breaker_failures = static_cast<int>(f);
     }
-    if (cb["cooldown_s"]) p.breaker_cooldown_s = Positive(cb["cooldown_s"], w + ".cooldown_s");
+    if (cb["cooldown_s"])
+      p.breaker_cooldown_s = config_fields::DurationS(cb["cooldown_s"], w + ".cooldown_s");
   }
   if (node["ca_file"]) p.ca_file = NonEmptyString(node["ca_file"], where + ".ca_file");
   if (node["api"]) {

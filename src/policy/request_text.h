@@ -4,10 +4,13 @@
 // arrays, Anthropic tool_use inputs, documents, metadata...) is seen, not only the
 // rendered prompt used for routing.
 //
-// Rules: the JSON is walked depth-first in document order; every string value is
-// emitted, object keys are not; integers are emitted as decimal text (a card number
-// sent as a JSON number is still a card number); other numbers, booleans and null are
-// skipped. Values are separated by "\n" so that a pattern never spans two values.
+// Rules: the JSON is walked depth-first; every string value and every object key is
+// emitted (keys carry data too: a tool schema property or a logit_bias token id can be
+// the personal data); integers, and other numbers whose value is integral, are emitted as
+// decimal text (a card number sent as a JSON number, even 4.111111111111111e15, is still
+// a card number); an inline text document ({"type":"base64","media_type":"text/...",
+// "data":...}) is emitted decoded; booleans and null are skipped. Items are separated by
+// "\n" so that a pattern never spans two of them.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -19,7 +22,7 @@
 
 namespace kinference::policy {
 
-// Every string (and integer) value of `body`, "\n"-separated.
+// Every key, string and integral number of `body` (see above), "\n"-separated.
 std::string RequestScanText(const boost::json::value& body);
 std::string RequestScanText(const boost::json::object& body);  // no copy of the body
 

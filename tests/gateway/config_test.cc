@@ -134,5 +134,22 @@ TEST(ParseHttpUrl, SchemesPortsHostsAndPaths) {
   EXPECT_THROW(ParseEndpointUrl("https://h:443", "f"), ConfigError);
 }
 
+// Durations beyond a week (or infinite) are typos that overflow the timers' clocks.
+TEST(GatewayConfig, DurationsAreFiniteAndAtMostAWeek) {
+  const std::string pools = "pools: [{name: a, model: m, endpoints: [\"http://127.0.0.1:1\"]}]\n";
+  EXPECT_NE(ErrorOf(pools + "request_timeout_s: 1e10").find("request_timeout_s: must be at most"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "scrape_interval_s: .inf").find("scrape_interval_s: must be finite"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "policies: {reload_interval_s: 1e300}")
+                .find("policies.reload_interval_s: must be at most"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("providers: [{name: p, model: x, serves_model: m, base_url: "
+                    "\"http://127.0.0.1:1\", api_key_env: HOME, timeout_s: 1e300}]")
+                .find("providers[0].timeout_s: must be at most"),
+            std::string::npos);
+  EXPECT_EQ(ParseGatewayConfig(pools + "request_timeout_s: 604800").request_timeout_s, 604800);
+}
+
 }  // namespace
 }  // namespace kinference::gateway

@@ -271,8 +271,9 @@ TEST_F(PolicyProxyTest, ReloadNeverChangesAnInFlightDecision) {
   EXPECT_EQ(Endpoint(r), "local/0");  // pii-v1 excluded the provider
   EXPECT_NE(DecisionHeader(r).find("generation=1; policies=pii-v1"), std::string::npos)
       << DecisionHeader(r);
-  // Every string value of the body as sent (policy/request_text.h), not the rendering.
-  EXPECT_EQ(classifier_->last_body(), R"({"text":"m\nuser\na@example.org"})");
+  // Every key and string of the body as sent (policy/request_text.h), not the rendering.
+  EXPECT_EQ(classifier_->last_body(),
+            R"({"text":"model\nmessages\nm\nrole\ncontent\nuser\na@example.org"})");
 
   // The next request sees generation 2 (only the provider).
   auto next = std::async(std::launch::async, [&] { return Post(Chat("m", "a@example.org")); });

@@ -53,14 +53,15 @@ TEST_F(PolicyProxyTest, PiiOutsideMessageTextIsTagged) {
   EXPECT_EQ(ext.requests(), 1);
 }
 
-// The classifier receives the original Anthropic body's strings on /v1/messages.
+// The classifier receives the original Anthropic body's keys and strings on /v1/messages.
 TEST_F(ClassifierTest, ClassifierGetsEveryStringOfTheOriginalBody) {
   StartWithClassifier(/*hold=*/false, "[]", "reject");
   auto r = Post(R"({"model":"m","max_tokens":16,"metadata":{"user_id":"u-1"},)"
                 R"("messages":[{"role":"user","content":"hi"}]})",
                 {}, "/v1/messages");
   EXPECT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(json::parse(classifier_->last_body()).at("text").as_string(), "m\n16\nu-1\nuser\nhi");
+  EXPECT_EQ(json::parse(classifier_->last_body()).at("text").as_string(),
+            "model\nmax_tokens\nmetadata\nmessages\nm\n16\nuser_id\nu-1\nrole\ncontent\nuser\nhi");
 }
 
 TEST_F(PolicyProxyTest, UnknownReferencesFailStartupAndReload) {

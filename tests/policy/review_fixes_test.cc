@@ -36,10 +36,15 @@ std::string TempFile(const std::string& name, const std::string& text) {
 
 bool HasPii(std::string_view body) { return !PiiTags(RequestScanText(body)).empty(); }
 
-TEST(RequestScanText, EveryStringValueKeysExcludedIntegersIncluded) {
-  EXPECT_EQ(RequestScanText(std::string_view(
-                R"({"model":"m","bob@example.org":1,"a":[{"b":"x"},"y",true,null,1.5],"n":42})")),
-            "m\n1\nx\ny\n42");
+TEST(RequestScanText, KeysStringsAndIntegralNumbers) {
+  EXPECT_EQ(
+      RequestScanText(std::string_view(
+          R"({"model":"m","bob@example.org":1,"a":[{"b":"x"},"y",true,null,1.5,2e3],"n":42})")),
+      "model\nbob@example.org\na\nn\nm\n1\nb\nx\ny\n2000\n42");
+  // The object overload (no copy of the body) gives the same text.
+  auto v = boost::json::parse(R"({"k":{"v":"w"},"n":-7.0})");
+  EXPECT_EQ(RequestScanText(v.as_object()), RequestScanText(v));
+  EXPECT_EQ(RequestScanText(v), "k\nn\nv\nw\n-7");
   // Not JSON: scanned as sent.
   EXPECT_EQ(RequestScanText(std::string_view("not json")), "not json");
 }
@@ -67,6 +72,12 @@ TEST(RequestScanText, PiiInEveryFieldOfChatCompletionsAndMessages) {
       R"({"model":"m","messages":[],"metadata":{"user_id":"judy@example.org"}})",
       // A card number sent as a JSON number.
       R"({"model":"m","messages":[],"metadata":{"account":4111111111111111}})",
+      // ... or as a float; and PII in object keys (a tool schema property, logit_bias).
+      R"({"model":"m","messages":[],"temperature":4.111111111111111e15})",
+      R"({"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":{"properties":{"bob@example.com":{}}}}}]})",
+      R"({"model":"m","messages":[],"logit_bias":{"4111111111111111":1}})",
+      // An inline base64 text document ("bob@example.com SSN 123-45-6789").
+      R"({"model":"m","messages":[{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"text/plain","data":"Ym9iQGV4YW1wbGUuY29tIFNTTiAxMjMtNDUtNjc4OQ=="}}]}]})",
   };
   for (const char* body : kBodies) EXPECT_TRUE(HasPii(body)) << body;
   EXPECT_FALSE(HasPii(R"({"model":"m","messages":[{"role":"user","content":"hello"}]})"));
