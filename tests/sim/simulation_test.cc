@@ -182,7 +182,7 @@ TEST(SimulationTest, ClosedLoopKeepsConcurrencyAndMultiturnUsesReplies) {
     if (q.record.turn > 0) {
       EXPECT_GT(q.record.cached_tokens, q.record.prompt_tokens / 2);
       // The router learned the previous reply (Router::OnCompletionText): its expected
-      // hit covers what the engine cached (without it, ~256 tokens short), up to the
+      // hit covers what the engine cached (without it, one reply, ~160 tokens, short), up to the
       // learned chars-per-token ratio's error (measured up to 2.5% on early turns).
       EXPECT_GT(q.matched_tokens, q.record.cached_tokens - 64) << q.record.id;
       EXPECT_LT(q.matched_tokens, q.record.cached_tokens + 0.05 * q.record.prompt_tokens);

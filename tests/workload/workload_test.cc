@@ -109,8 +109,9 @@ TEST(WorkloadTest, MultiturnShapeOverride) {
   EXPECT_EQ(s[0].turns[2].max_tokens, 7);
   EXPECT_EQ(s[0].turns[2].think_time_s, 1.5);
   // The defaults are the documented (fitted) shape.
-  EXPECT_EQ(kMultiturnSystemTokens, 3000u);
-  EXPECT_EQ(kMultiturnUserTokens, 1000u);
+  EXPECT_EQ(kMultiturnSystemTokens, 3500u);
+  EXPECT_EQ(kMultiturnUserTokens, 1100u);
+  EXPECT_EQ(kMultiturnOutputTokens, 160);
 }
 
 TEST(WorkloadTest, MultiturnShapeAndMessages) {
