@@ -68,10 +68,10 @@ def light_load_section(doc):
     lines.append(table(rows, ["workload", "metric", "published Service", "sim random",
                               "published Kinference", "sim predicted-ttft"]))
     lines += ["", "Multiturn shape (src/workload/workload.h; the publication gives none): "
-              "3,000-token system prompt, 1,000-token user turns, 256 output tokens, 2 s "
-              "think time, 8 turns, fitted so that random and predicted-ttft land on the "
-              "published multiturn medians (the earlier 1,000 / 600 tokens gave 0.74 / "
-              "0.35 s); see docs/simulator.md."]
+              "3,500-token system prompt, 1,100-token user turns, 160 output tokens, 2 s "
+              "think time, 8 turns, fitted so that the light-load medians and the capacity "
+              "SLO pattern both land near the published multiturn figures (sweep in "
+              "docs/simulator.md; keep this text in step with kMultiturn* in src/workload/workload.h)."]
     lines += ["", "All strategies (median / p90 TTFT, median e2e, cached-token ratio):", ""]
     rows = []
     for r in doc["results"]:
