@@ -32,7 +32,11 @@ PoolConfig ParsePool(const YAML::Node& node, const std::string& where) {
     Fail(where + ".endpoints", "expected a non-empty list of URLs");
   for (size_t i = 0; i < eps.size(); ++i) {
     std::string field = where + ".endpoints[" + std::to_string(i) + "]";
-    pool.endpoints.push_back(ParseEndpointUrl(NonEmptyString(eps[i], field), field));
+    EndpointAddress a = ParseEndpointUrl(NonEmptyString(eps[i], field), field);
+    for (const auto& seen : pool.endpoints)
+      if (seen.host == a.host && seen.port == a.port)
+        Fail(field, "duplicate endpoint " + a.host + ":" + std::to_string(a.port));
+    pool.endpoints.push_back(std::move(a));
   }
   return pool;
 }
@@ -44,6 +48,12 @@ EndpointAddress ParseEndpointUrl(const std::string& url, const std::string& fiel
   if (!url.starts_with("http://")) Fail(field, expected);
   config_fields::HttpUrl u = config_fields::ParseHttpUrl(url, field);
   if (!u.explicit_port) Fail(field, expected);
+  // vLLM serves its API under /v1 at the root: "/v1" (the OpenAI base-URL habit) is
+  // accepted; any other path would be silently dropped, so it is refused.
+  std::string_view path = u.path;
+  while (path.ends_with("/")) path.remove_suffix(1);
+  if (!path.empty() && path != "/v1")
+    Fail(field, "path '" + u.path + "' not supported (vLLM serves at the root; " + expected + ")");
   return EndpointAddress{url, std::move(u.host), u.port};
 }
 

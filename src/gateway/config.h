@@ -84,7 +84,8 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text);
 // Relative policies.files are resolved against the file's directory.
 GatewayConfig LoadGatewayConfig(const std::string& path);
 
-// Parses "http://host:port" with an optional trailing path. Throws ConfigError naming
+// Parses "http://host:port", optionally followed by "/" or "/v1" (other paths are refused:
+// the gateway calls vLLM at its root). Throws ConfigError naming
 // `field` when malformed.
 EndpointAddress ParseEndpointUrl(const std::string& url, const std::string& field);
 

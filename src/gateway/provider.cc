@@ -5,6 +5,7 @@
 #include <openssl/x509.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -82,7 +83,9 @@ ProviderConfig ParseProvider(const YAML::Node& node, const std::string& where) {
   }
   const bool anthropic = p.api == ProviderApi::kAnthropic;
   // The gateway appends /v1/messages itself: a base_url ending in /v1 would call /v1/v1/messages.
-  if (anthropic && (p.base_path == "/v1" || p.base_path.ends_with("/v1")))
+  std::string lower_path = p.base_path;
+  for (char& c : lower_path) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (anthropic && lower_path.ends_with("/v1"))
     Fail(where + ".base_url", "'" + p.base_url +
                                   "': base_url for api: anthropic ends before /v1, e.g. "
                                   "https://api.anthropic.com");

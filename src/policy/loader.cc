@@ -25,13 +25,23 @@ bool ValidTag(std::string_view t) {
 
 // Kubernetes DNS-1123 subdomain (metadata.name of most resources). The name goes into the
 // decision header and /metrics labels, so quotes, commas and CR/LF must never appear.
+// At most 253 characters of dot-separated DNS-1123 labels, each 1-63 of [a-z0-9-]
+// starting and ending alphanumeric (Kubernetes "Object Names and IDs").
 bool ValidName(std::string_view n) {
   auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (n.empty() || n.size() > 253 || !alnum(n.front()) || !alnum(n.back())) return false;
-  for (char c : n) {
-    if (!alnum(c) && c != '-' && c != '.') return false;
+  if (n.empty() || n.size() > 253) return false;
+  size_t start = 0;
+  while (true) {
+    size_t dot = n.find('.', start);
+    std::string_view label = n.substr(start, dot == std::string_view::npos ? n.npos : dot - start);
+    if (label.empty() || label.size() > 63 || !alnum(label.front()) || !alnum(label.back()))
+      return false;
+    for (char c : label) {
+      if (!alnum(c) && c != '-') return false;
+    }
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
   }
-  return true;
 }
 
 // Collects errors as "source: path: reason".

@@ -132,6 +132,12 @@ TEST(ParseHttpUrl, SchemesPortsHostsAndPaths) {
   EXPECT_EQ(ParseEndpointUrl("http://[::1]:8001", "f").host, "::1");
   EXPECT_THROW(ParseEndpointUrl("http://h", "f"), ConfigError);
   EXPECT_THROW(ParseEndpointUrl("https://h:443", "f"), ConfigError);
+  EXPECT_THROW(ParseEndpointUrl("http://h:8000/other", "f"), ConfigError);  // would be dropped
+  EXPECT_EQ(ParseEndpointUrl("http://h:8000/", "f").port, 8000);
+  EXPECT_EQ(ParseEndpointUrl("http://h:8000/v1/", "f").port, 8000);
+  EXPECT_NE(ErrorOf("pools: [{name: a, model: m, endpoints: [\"http://h:1\", \"http://h:1/\"]}]")
+                .find("pools[0].endpoints[1]: duplicate endpoint h:1"),
+            std::string::npos);
 }
 
 // Durations beyond a week (or infinite) are typos that overflow the timers' clocks.

@@ -129,7 +129,7 @@ TEST(ProviderConfigTest, LoadsKeyFromEnvOrFile) {
 
 TEST(ProviderConfigTest, AnthropicBaseUrlEndingInV1IsAnError) {
   for (const char* url : {"https://api.anthropic.com/v1", "https://api.anthropic.com/v1/",
-                          "https://gw.example.com/anthropic/v1"}) {
+                          "https://gw.example.com/anthropic/v1", "https://api.anthropic.com/V1"}) {
     std::string e = ErrorOf(
         std::string("providers:\n  - {name: a, model: claude-x, serves_model: m, base_url: '") +
         url + "', api_key_env: K, api: anthropic}\n");

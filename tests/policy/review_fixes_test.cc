@@ -115,16 +115,21 @@ TEST(PolicyLoaderReview, TagsOutsideTheTaggerAlphabetAreRejected) {
   EXPECT_TRUE(ParsePolicies(Doc("t", "{match: {tags: {anyOf: [pii:email, a.b_c-1]}}}"), "t").ok());
 }
 
+std::string Label63() { return std::string(63, 'a'); }
+
 TEST(PolicyLoaderReview, NameMustBeDns1123Subdomain) {
-  for (std::string bad : std::vector<std::string>{"\"a\\\"b\"", "\"a\\r\\nb\"", "Upper", "-a", "a-",
-                                                  "a_b", "\"a,b\"", std::string(254, 'a')}) {
+  for (std::string bad : std::vector<std::string>{
+           "\"a\\\"b\"", "\"a\\r\\nb\"", "Upper", "-a", "a-", "a_b", "\"a,b\"",
+           std::string(254, 'a'), "a..b", "a.-b", "a-.b", ".a", std::string(64, 'a') + ".b"}) {
     auto r = ParsePolicies(Doc(bad), "n.yaml");
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("n.yaml: metadata.name: invalid name"), std::string::npos)
         << r.status().message();
   }
   for (std::string good :
-       std::vector<std::string>{"a", "pii-local-only", "a.b-c.9", std::string(253, 'a')}) {
+       std::vector<std::string>{"a", "pii-local-only", "a.b-c.9",
+                                Label63() + "." + Label63() + "." + Label63() + "." +
+                                    std::string(61, 'b')}) {  // 253 characters
     EXPECT_TRUE(ParsePolicies(Doc(good), "n.yaml").ok()) << good;
   }
 }
