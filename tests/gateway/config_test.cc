@@ -4,19 +4,13 @@
 
 #include <string>
 
+#include "config_test_util.h"
 #include "gateway/config_fields.h"
 
 namespace kinference::gateway {
 namespace {
 
-std::string ErrorOf(const std::string& yaml) {
-  try {
-    ParseGatewayConfig(yaml);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string ErrorOf(const std::string& yaml) { return testing::ConfigErrorOf(yaml); }
 
 TEST(GatewayConfig, ParsesFullConfig) {
   auto c = ParseGatewayConfig(R"(

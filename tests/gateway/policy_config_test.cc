@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "config_test_util.h"
 #include "gateway/config.h"
 
 namespace kinference::gateway {
@@ -13,14 +14,7 @@ namespace {
 
 const std::string kPool = "pools: [{name: a, model: m, endpoints: [\"http://127.0.0.1:8001\"]}]\n";
 
-std::string ErrorOf(const std::string& yaml) {
-  try {
-    ParseGatewayConfig(kPool + yaml);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string ErrorOf(const std::string& yaml) { return testing::ConfigErrorOf(kPool + yaml); }
 
 TEST(PolicyConfigTest, Defaults) {
   GatewayConfig c = ParseGatewayConfig(kPool);

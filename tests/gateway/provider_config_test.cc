@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "config_test_util.h"
 #include "gateway/config.h"
 #include "gateway/provider.h"
 
@@ -24,14 +25,7 @@ const std::string kProvider =
     "    circuit_breaker: {failures: 3, cooldown_s: 10}\n"
     "    ca_file: /tmp/ca.pem\n";
 
-std::string ErrorOf(const std::string& yaml) {
-  try {
-    ParseGatewayConfig(yaml);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string ErrorOf(const std::string& yaml) { return testing::ConfigErrorOf(yaml); }
 
 TEST(ProviderConfigTest, ParsesEveryField) {
   auto c = ParseGatewayConfig(kProvider);  // pools may be absent with providers
