@@ -63,10 +63,18 @@ def light_load_section(doc):
         for metric, service, kinf in metrics:
             rnd = find(doc, workload, "random")
             ours = find(doc, workload, "predicted-ttft")
+            best = [r[metric] for r in doc["results"]
+                    if r["workload"] == workload and r.get(metric) is not None]
             rows.append([workload, metric, service, fmt(rnd and rnd[metric]), kinf,
-                         fmt(ours and ours[metric])])
+                         fmt(ours and ours[metric]), fmt(min(best) if best else None)])
     lines.append(table(rows, ["workload", "metric", "published Service", "sim random",
-                              "published Kinference", "sim predicted-ttft"]))
+                              "published Kinference", "sim predicted-ttft",
+                              "sim best of any strategy"]))
+    lines += ["", "The last column is the lowest any strategy (oracle included) reached on the "
+              "same arrivals: where it equals predicted-ttft's figure and still exceeds the "
+              "published one, the gap lies in the workload and engine model (e.g. the "
+              "multiturn median is the prefill of a new user turn plus the reply on a warm, "
+              "idle replica), not in the routing."]
     lines += ["", "Multiturn shape (src/workload/workload.h; the publication gives none): "
               "3,500-token system prompt, 1,100-token user turns, 160 output tokens, 2 s "
               "think time, 8 turns, fitted so that the light-load medians and the capacity "
@@ -134,13 +142,28 @@ def generic_section(doc):
 PEERS = ("dynamo", "gie", "llmd-sticky", "mooncake", "sglang")
 
 
+def paired_gap(ours, peer, key, higher_better):
+    """Mean and standard error of the per-trial gap (positive = predicted-ttft behind),
+    pairing trial t of both strategies (same arrivals); None without per-trial values."""
+    a, b = ours.get(key + "_trials"), peer.get(key + "_trials")
+    if not a or not b or len(a) != len(b) or len(a) < 2 or None in a or None in b:
+        return None
+    gaps = [(y - x) if higher_better else (x - y) for x, y in zip(a, b)]
+    mean = sum(gaps) / len(gaps)
+    var = sum((g - mean) ** 2 for g in gaps) / (len(gaps) - 1)
+    return mean, (var / len(gaps)) ** 0.5
+
+
 def peer_section(docs):
     """predicted-ttft beside the best peer per condition: goodput for capacity, TTFT p50 /
     p90 elsewhere (lower is better)."""
     lines = ["## predicted-ttft vs the best peer", "",
              "Per condition, the best peer strategy on each metric (capacity: goodput, higher "
-             "is better; others: TTFT p50 and p90, lower is better). ~ = behind by less than "
-             "2%, within what the seed alone moves (docs/routing.md).", ""]
+             "is better; others: TTFT p50 and p90, lower is better), over the requests of all "
+             "trials. Where predicted-ttft is behind, the verdict pairs the trials (trial t of "
+             "every strategy replays the same arrivals): \"tie\" when the mean per-trial gap is "
+             "within two standard errors of zero, i.e. the trials do not tell the two apart; "
+             "\"no\" otherwise. Gap: mean per-trial gap +- its standard error.", ""]
     rows = []
     for doc in docs:
         keys = sorted({(r["workload"], r.get("label", "")) for r in doc["results"]})
@@ -151,18 +174,23 @@ def peer_section(docs):
             peers = [r for r in rs if r["strategy"] in PEERS]
             if ours is None or not peers:
                 continue
-            metrics = ([("goodput_rpm", max)] if ours.get("goodput_rpm") is not None
-                       else [("ttft_p50_s", min), ("ttft_p90_s", min)])
-            for key, best_of in metrics:
-                vals = [(p[key], p["strategy"]) for p in peers if p.get(key) is not None]
+            metrics = ([("goodput_rpm", True)] if ours.get("goodput_rpm") is not None
+                       else [("ttft_p50_s", False), ("ttft_p90_s", False)])
+            for key, higher_better in metrics:
+                vals = [(p[key], p["strategy"], p) for p in peers if p.get(key) is not None]
                 if not vals or ours.get(key) is None:
                     continue
-                best = best_of(vals)
-                # Better or equal: "yes"; worse by under 2%: "~" (within trial noise).
-                gap = (best[0] - ours[key] if best_of is max else ours[key] - best[0])
-                verdict = ("yes" if gap <= 0 else
-                           f"~ ({100 * gap / best[0]:.1f}% behind)" if gap <= 0.02 * best[0]
-                           else f"no ({100 * gap / best[0]:.1f}% behind)")
+                best = (max if higher_better else min)(vals, key=lambda v: v[0])
+                gap = best[0] - ours[key] if higher_better else ours[key] - best[0]
+                verdict = "yes"
+                if gap > 0:
+                    pg = paired_gap(ours, best[2], key, higher_better)
+                    if pg is None:
+                        verdict = f"no ({100 * gap / best[0]:.1f}% behind)"
+                    else:
+                        tie = abs(pg[0]) <= 2 * pg[1]
+                        verdict = (f"{'tie' if tie else 'no'} ({100 * gap / best[0]:.1f}% "
+                                   f"behind; gap {pg[0]:+.3f} +- {pg[1]:.3f})")
                 rows.append([doc["scenario"], workload, label, key, f"{ours[key]:.2f}",
                              f"{best[0]:.2f} ({best[1]})", verdict])
     lines.append(table(rows, ["scenario", "workload", "condition", "metric", "predicted-ttft",

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <functional>
 #include <iostream>
+#include <optional>
 
 #include "gateway/config.h"
 #include "gateway/gateway.h"
@@ -15,7 +16,9 @@
 namespace kinference::gateway {
 namespace {
 
-int Run(const std::string& config_path, double drain_timeout_s) {
+// `cli_drain_timeout_s`: --drain-timeout-s when given (overrides the config's
+// drain_timeout_s; config.h).
+int Run(const std::string& config_path, std::optional<double> cli_drain_timeout_s) {
   // Logs go to stderr; stdout carries only the "listening" line that tools wait for.
   spdlog::set_default_logger(spdlog::stderr_color_mt("gateway"));
   GatewayConfig config;
@@ -25,6 +28,7 @@ int Run(const std::string& config_path, double drain_timeout_s) {
     spdlog::error("{}", e.what());
     return 2;
   }
+  const double drain_timeout_s = EffectiveDrainTimeoutS(config, cli_drain_timeout_s);
   boost::asio::io_context io(1);
   std::unique_ptr<Gateway> gateway;
   try {
@@ -38,7 +42,6 @@ int Run(const std::string& config_path, double drain_timeout_s) {
     spdlog::error("gateway: {}", port.status().message());
     return 1;
   }
-  std::cout << "gateway listening on " << config.listen_address << ":" << *port << std::endl;
   // First SIGTERM/SIGINT: graceful drain (Kubernetes sends SIGTERM, then SIGKILL after
   // terminationGracePeriodSeconds, default 30 s); a second signal exits at once.
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -67,6 +70,9 @@ int Run(const std::string& config_path, double drain_timeout_s) {
     });
   };
   wait_hup();
+  // Ready only now that the signal handlers are in place: a supervisor (or test) that
+  // signals as soon as it reads this line gets the graceful drain, not the default action.
+  std::cout << "gateway listening on " << config.listen_address << ":" << *port << std::endl;
   io.run();
   return 0;
 }
@@ -76,14 +82,19 @@ int Run(const std::string& config_path, double drain_timeout_s) {
 void RegisterCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("gateway", "OpenAI-compatible gateway routing to vLLM pools");
   auto path = std::make_shared<std::string>();
-  // 30 s: Kubernetes' default terminationGracePeriodSeconds.
-  auto drain_timeout_s = std::make_shared<double>(30.0);
+  auto drain_timeout_s = std::make_shared<double>(0.0);
   cmd->add_option("--config", *path, "gateway YAML config (see examples/gateway.yaml)")->required();
-  cmd->add_option("--drain-timeout-s", *drain_timeout_s,
-                  "on SIGTERM/SIGINT, seconds to let in-flight requests finish before exiting")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd->callback([path, drain_timeout_s] { SetExitCode(Run(*path, *drain_timeout_s)); });
+  // Given: overrides the config's drain_timeout_s (default 30 s; config.h).
+  auto* drain =
+      cmd->add_option("--drain-timeout-s", *drain_timeout_s,
+                      "on SIGTERM/SIGINT, seconds to let in-flight requests finish before "
+                      "exiting; overrides the config's drain_timeout_s (default 30)")
+          ->check(CLI::NonNegativeNumber);
+  cmd->callback([path, drain_timeout_s, drain] {
+    std::optional<double> cli;
+    if (drain->count() > 0) cli = *drain_timeout_s;
+    SetExitCode(Run(*path, cli));
+  });
 }
 
 }  // namespace kinference::gateway

@@ -65,10 +65,10 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text) {
     throw ConfigError(std::string("gateway config: invalid YAML: ") + e.what());
   }
   if (!root.IsMap()) throw ConfigError("gateway config: expected a map at the top level");
-  CheckKeys(
-      root, "",
-      {"listen", "strategy", "scrape_interval_s", "time_scale", "request_timeout_s",
-       "max_body_bytes", "block_chars", "pools", "tenants", "providers", "policies", "tagging"});
+  CheckKeys(root, "",
+            {"listen", "strategy", "scrape_interval_s", "time_scale", "request_timeout_s",
+             "max_body_bytes", "block_chars", "drain_timeout_s", "upstream_streaming", "pools",
+             "tenants", "providers", "policies", "tagging"});
   GatewayConfig c;
   if (const auto listen = root["listen"]) {
     if (!listen.IsMap()) Fail("listen", "expected a map with address, port");
@@ -96,6 +96,19 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text) {
     if (v <= 0) Fail("block_chars", "must be > 0");
     c.block_chars = static_cast<size_t>(v);
   }
+  if (root["drain_timeout_s"])
+    c.drain_timeout_s =
+        DurationS(root["drain_timeout_s"], "drain_timeout_s", /*zero_allowed=*/true);
+  if (root["upstream_streaming"]) {
+    std::string mode = NonEmptyString(root["upstream_streaming"], "upstream_streaming");
+    if (mode == "always") {
+      c.upstream_streaming = UpstreamStreaming::kAlways;
+    } else if (mode == "as_requested") {
+      c.upstream_streaming = UpstreamStreaming::kAsRequested;
+    } else {
+      Fail("upstream_streaming", "expected always or as_requested, got '" + mode + "'");
+    }
+  }
   if (root["tenants"]) c.tenants = ParseTenantsConfig(root["tenants"], "tenants");
   if (root["providers"]) c.providers = ParseProvidersConfig(root["providers"]);
   if (root["policies"]) c.policies = ParsePoliciesConfig(root["policies"]);
@@ -113,6 +126,11 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text) {
     c.pools.push_back(std::move(pool));
   }
   return c;
+}
+
+double EffectiveDrainTimeoutS(const GatewayConfig& config,
+                              std::optional<double> cli_drain_timeout_s) {
+  return cli_drain_timeout_s ? *cli_drain_timeout_s : config.drain_timeout_s;
 }
 
 GatewayConfig LoadGatewayConfig(const std::string& path) {

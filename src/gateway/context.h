@@ -41,7 +41,7 @@ struct Endpoint {
   const char* endpoint_class() const { return provider ? "provider" : "local"; }
 };
 
-// A request the gateway is serving, as seen by a drain (proxy.cc implements it).
+// A request the gateway is serving, as seen by a drain (Exchange, exchange.h, implements it).
 class InFlightRequest {
  public:
   virtual ~InFlightRequest() = default;

@@ -3,11 +3,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <chrono>
+#include <map>
 
 #include "gateway/anthropic/handler.h"
+#include "gateway/anthropic/messages_request.h"
 #include "gateway/context.h"
 #include "gateway/policy_gate.h"
 #include "gateway/proxy.h"
@@ -16,6 +19,38 @@
 
 namespace kinference::gateway {
 namespace json = boost::json;
+
+namespace {
+
+// 405 Method Not Allowed (RFC 9110 15.5.6) for a known path and a method it has no route
+// for: `Allow` lists the path's methods; the body is in the path's API error shape
+// (Anthropic's for /v1/messages, OpenAI's elsewhere, `code` 405 as for every OpenAI error
+// body here, the HTTP status).
+void SendMethodNotAllowed(const http::Request& r, const std::string& allow,
+                          http::ResponseWriter& w) {
+  const std::string message =
+      "Method " + r.method + " is not allowed for " + r.path + "; allowed: " + allow + ".";
+  http::Headers extra;
+  extra.Add("Allow", allow);
+  if (r.path == "/v1/messages") {
+    return w.Send(405, "application/json",
+                  anthropic::ErrorBody(anthropic::ErrorType(ErrorCode::kInvalidArgument), message),
+                  std::move(extra));
+  }
+  // OpenAiErrorBody's shape; 405 has no ErrorCode, so `code` is patched in.
+  std::string body = http::OpenAiErrorBody(Status(ErrorCode::kInvalidArgument, message));
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (!ec && v.is_object()) {
+    if (auto* error = v.as_object().if_contains("error"); error && error->is_object()) {
+      error->as_object()["code"] = 405;
+      body = json::serialize(v);
+    }
+  }
+  w.Send(405, "application/json", std::move(body), std::move(extra));
+}
+
+}  // namespace
 
 Gateway::Gateway(boost::asio::io_context& io, GatewayConfig config)
     : io_(io), ctx_(std::make_shared<GatewayContext>(std::move(config), io.get_executor())) {}
@@ -29,19 +64,26 @@ Result<uint16_t> Gateway::Start() {
   options.max_body_bytes = ctx_->config.max_body_bytes;
   server_ = std::make_unique<http::Server>(io_, options);
   auto ctx = ctx_;
-  server_->Route("POST", "/v1/chat/completions", [ctx](http::Request r, auto w) {
+  // Every route goes through `route`, which also records the path's methods for 405.
+  std::map<std::string, std::string> allowed;  // path -> "GET, POST"
+  auto route = [&](std::string method, std::string path, http::Handler handler) {
+    std::string& allow = allowed[path];
+    allow += (allow.empty() ? "" : ", ") + method;
+    server_->Route(std::move(method), std::move(path), std::move(handler));
+  };
+  route("POST", "/v1/chat/completions", [ctx](http::Request r, auto w) {
     HandleCompletion(ctx, ApiKind::kChatCompletions, std::move(r), std::move(w));
   });
-  server_->Route("POST", "/v1/completions", [ctx](http::Request r, auto w) {
+  route("POST", "/v1/completions", [ctx](http::Request r, auto w) {
     HandleCompletion(ctx, ApiKind::kCompletions, std::move(r), std::move(w));
   });
-  server_->Route("POST", "/v1/messages", [ctx](http::Request r, auto w) {
+  route("POST", "/v1/messages", [ctx](http::Request r, auto w) {
     anthropic::HandleMessages(ctx, std::move(r), std::move(w));
   });
   const auto created = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
-  server_->Route("GET", "/v1/models", [ctx, created](http::Request r, auto w) {
+  route("GET", "/v1/models", [ctx, created](http::Request r, auto w) {
     auto tenant = Identify(ctx->config.tenants, r.headers, ApiFront::kOpenAi);
     if (!tenant.ok()) return http::SendOpenAiError(*w, tenant.status());
     json::array data;
@@ -52,7 +94,7 @@ Result<uint16_t> Gateway::Start() {
     w->Send(200, "application/json",
             json::serialize(json::object{{"object", "list"}, {"data", std::move(data)}}));
   });
-  server_->Route("GET", "/health", [ctx](http::Request, auto w) {
+  route("GET", "/health", [ctx](http::Request, auto w) {
     int healthy = 0;
     for (const auto& ep : ctx->endpoints) healthy += ep.healthy ? 1 : 0;
     json::object body{{"status", healthy > 0 ? "ok" : "unavailable"},
@@ -60,11 +102,19 @@ Result<uint16_t> Gateway::Start() {
                       {"endpoints", ctx->endpoints.size()}};
     w->Send(healthy > 0 ? 200 : 503, "application/json", json::serialize(body));
   });
-  server_->Route("GET", "/metrics", [ctx](http::Request, auto w) {
+  route("GET", "/metrics", [ctx](http::Request, auto w) {
     w->Send(200, "text/plain; version=0.0.4; charset=utf-8", ctx->stats.Exposition());
   });
-  server_->Route("GET", "/debug/decisions",
-                 [ctx](http::Request r, auto w) { ServeDecisions(*ctx, r, *w); });
+  route("GET", "/debug/decisions", [ctx](http::Request r, auto w) { ServeDecisions(*ctx, r, *w); });
+  // No route for the method and path: 405 on a known path, else 404 (OpenAI shape; what
+  // http::Server answers without a fallback).
+  server_->SetFallback([allowed = std::move(allowed)](http::Request r, auto w) {
+    if (auto it = allowed.find(r.path); it != allowed.end()) {
+      return SendMethodNotAllowed(r, it->second, *w);
+    }
+    http::SendOpenAiError(*w,
+                          Status(ErrorCode::kNotFound, "Not found: " + r.method + " " + r.path));
+  });
   auto port = server_->Start();
   if (!port.ok()) return port;
   scraper_ = std::make_shared<Scraper>(ctx_);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/beast/core/string.hpp>
 #include <chrono>
 #include <set>
 
@@ -33,6 +34,16 @@ std::set<std::string> ConsideredModels(const policy::PolicySet& set, const std::
   return models;
 }
 
+// /v1/messages: the client's headers that go upstream as sent (to Anthropic providers,
+// proxy.cc BuildAnthropicCall) are scanned like the body; every occurrence, in order.
+void AppendForwardedHeaders(const http::Headers& headers, std::string& scan_text) {
+  for (std::string_view name : kScannedAnthropicHeaders) {
+    for (const auto& [k, v] : headers.items) {
+      if (boost::beast::iequals(k, name)) policy::AppendScanText(scan_text, v);
+    }
+  }
+}
+
 }  // namespace
 
 PolicyRequest BeginPolicyRequest(const GatewayContext& ctx, const ParsedRequest& req,
@@ -48,6 +59,7 @@ PolicyRequest BeginPolicyRequest(const GatewayContext& ctx, const ParsedRequest&
   if (NeedsTags(*pr.set)) {
     pr.scan_text = original_body.empty() ? policy::RequestScanText(req.body)
                                          : policy::RequestScanText(original_body);
+    if (!original_body.empty()) AppendForwardedHeaders(headers, pr.scan_text);
     policy::TaggerInput in;
     in.text = pr.scan_text;
     in.prompt_tokens = info.prompt_tokens;

@@ -8,8 +8,9 @@
 //     snapshot matches on tags (x-kinference-tags only when tagging.trusted_tag_header).
 //     Taggers and the classifier scan PolicyRequest::scan_text: every string value of
 //     the client's body as received (policy/request_text.h; for /v1/messages the
-//     original Anthropic body), not the routing rendering, so that PII in tool
-//     arguments, descriptions, `user`, metadata, documents... is seen.
+//     original Anthropic body, then the values of the client's anthropic-version and
+//     anthropic-beta headers, which go upstream with it), not the routing rendering, so
+//     that PII in tool arguments, descriptions, `user`, metadata, documents... is seen.
 //  2. RunClassifier: the external classifier, when configured and needed; a failure or
 //     timeout lands in RequestInfo::failed_taggers (policies decide per onTaggerFailure).
 //  3. EvaluatePolicies (first Attempt): scores every healthy endpoint of the requested
@@ -29,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gateway/context.h"
@@ -41,6 +43,11 @@ namespace kinference::gateway {
 // Header naming the model that served the request (an alternative chosen by policy).
 inline constexpr const char* kModelHeader = "x-kinference-model";
 
+// The client headers of a /v1/messages request whose values are added to the scan text
+// (the only ones passed upstream as the client sent them); no other header is scanned.
+inline constexpr std::string_view kScannedAnthropicHeaders[] = {"anthropic-version",
+                                                                "anthropic-beta"};
+
 struct PolicyRequest {
   std::shared_ptr<const policy::PolicySet> set;  // the request's one snapshot
   policy::RequestInfo info;
@@ -51,7 +58,8 @@ struct PolicyRequest {
 bool NeedsTags(const policy::PolicySet& set);
 
 // `original_body`: the raw body the client sent when `req.body` is a translation of it
-// (/v1/messages); empty: `req.body` is the client's own.
+// (/v1/messages; the kScannedAnthropicHeaders of `headers` are then scanned too); empty:
+// `req.body` is the client's own.
 PolicyRequest BeginPolicyRequest(const GatewayContext& ctx, const ParsedRequest& req,
                                  const http::Headers& headers, std::string_view original_body = {});
 

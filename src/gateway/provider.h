@@ -34,7 +34,7 @@
 // gateway does not route completions to them (400 when no other endpoint serves it).
 //
 // Upstream 401/403 (the provider rejected the gateway's own key): the client gets 502,
-// never the provider's auth error, and it counts as a breaker failure (proxy.cc).
+// never the provider's auth error, and it counts as a breaker failure (exchange_relay.cc).
 //
 // Circuit breaker: after `failures` consecutive failures (transport error, TLS failure,
 // timeout, a 5xx status, or a 401/403) the provider is marked unhealthy (never picked) for

@@ -2,6 +2,9 @@
 // build routing features, pick an endpoint, forward, relay the (streamed) response, and
 // feed the router and the stats with what was observed. POST /v1/messages (Anthropic)
 // shares this path through HandleParsed with a ResponseCodec (gateway/anthropic/).
+// proxy.cc is the entry (parse, features, policy request, classifier); each request is
+// then an Exchange (exchange.h: attempts, retries, relay, finish), whose upstream calls
+// are built per endpoint kind by upstream_call.h.
 //
 // Promises:
 //  - every accepted request ends in exactly one response or, once streaming began, an
@@ -28,6 +31,16 @@
 //  - streamed events are forwarded one by one as they arrive, never buffered whole;
 //    upstream always streams usage (include_usage forced), and the usage-only chunk is
 //    dropped when the client did not ask for it;
+//  - a non-streamed request to an OpenAI-shaped upstream (local vLLM, OpenAI provider) is
+//    sent as a stream (include_usage) unless the config says `upstream_streaming:
+//    as_requested` or the request has fields a stream cannot answer (StreamsFaithfully,
+//    stream_assembler.h); its chunks are observed like a stream's and the client gets
+//    the one non-streamed object rebuilt from them (StreamAssembler; the /v1/messages
+//    front translates it as any whole chat completion). An upstream error status is
+//    relayed as for any non-streamed request (retried under the same rules, a 200 whose
+//    connection drops before any body byte included); an error event or a stream cut
+//    before [DONE] is answered 502 in the front's error shape, never a truncated 200.
+//    Anthropic providers always get the request as the client sent it;
 //  - a client disconnect cancels the upstream call and reports Outcome::kCancelled;
 //  - routed responses carry x-kinference-endpoint, x-kinference-strategy and
 //    x-kinference-predicted-ttft-ms (model-time milliseconds);
@@ -39,8 +52,10 @@
 //    prefix index (Router::OnCompletionText): vLLM keeps the reply's KV, and the
 //    conversation's next turn re-sends it.
 // TTFT is measured from the request's arrival at the gateway to the first chunk with
-// non-empty content, on the context's clock (model time). Non-streamed responses give
-// no TTFT (vLLM reports no timings in the body); only usage and e2e latency.
+// non-empty content, on the context's clock (model time), for streamed requests and for
+// non-streamed ones streamed upstream (above). A response that arrives whole (upstream
+// streaming off or refused, an Anthropic provider's non-streamed answer) gives no TTFT
+// (vLLM reports no timings in the body); only usage and e2e latency.
 //
 // Thread-safety: runs on the gateway's io_context thread only.
 #pragma once

@@ -1,7 +1,9 @@
-// HTTP/1.1 client: one connection per call; the body is read incrementally with
-// Beast's response_parser<buffer_body> and handed out as it arrives.
+// HTTP/1.1 client: a call takes an idle keep-alive connection from the io_context's
+// ConnectionPool (http/connection_pool.h) or makes a new one; the body is read
+// incrementally with Beast's response_parser<buffer_body> and handed out as it arrives.
 #include "http/client.h"
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -13,6 +15,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
+
+#include "http/connection_pool.h"
 
 namespace kinference::http {
 
@@ -53,6 +57,29 @@ Result<std::shared_ptr<ssl::context>> TlsContextFor(const std::string& ca_file) 
   return ctx;
 }
 
+// Errors that mean "the server closed this connection" when they end the first write or
+// the wait for the first response byte on a reused connection.
+bool IsStaleConnectionError(const beast::error_code& ec) {
+  return ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+         ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+         ec == asio::error::connection_aborted || ec == asio::error::not_connected ||
+         ec == ssl::error::stream_truncated;
+}
+
+// Seconds from a `Keep-Alive: timeout=N` response header (RFC 2068 §19.7.1.1, still
+// sent by some servers); -1 when absent or unparsable.
+double KeepAliveTimeoutHint(std::string_view value) {
+  size_t at = value.find("timeout=");
+  if (at == std::string_view::npos) return -1;
+  double v = 0;
+  bool any = false;
+  for (size_t i = at + 8; i < value.size() && value[i] >= '0' && value[i] <= '9'; ++i) {
+    v = v * 10 + (value[i] - '0');
+    any = true;
+  }
+  return any ? v : -1;
+}
+
 class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl> {
  public:
   CallImpl(asio::any_io_executor ex, ClientRequest request, ClientCallbacks callbacks)
@@ -60,24 +87,60 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
         request_(std::move(request)),
         callbacks_(std::move(callbacks)),
         resolver_(ex),
-        socket_(ex),
-        timer_(ex) {}
+        timer_(ex) {
+    if (request_.reuse_connection) pool_ = detail::ConnectionPool::For(ex_);
+    beast::error_code ec;
+    asio::ip::make_address(request_.host, ec);
+    is_ip_ = !ec;
+    key_.host = request_.host;
+    key_.port = request_.port;
+    key_.tls = request_.tls;
+    if (request_.tls) {
+      key_.ca_file = request_.ca_file;
+      if (!is_ip_) key_.sni = request_.host;
+    }
+  }
+
+  // Completion handlers run on the call's executor, whichever executor the (possibly
+  // pooled) socket was made with.
+  template <typename H>
+  auto Bind(H&& handler) {
+    return asio::bind_executor(ex_, std::forward<H>(handler));
+  }
 
   void Start() {
     if (done_ || cancelled_) return;
+    if (pool_ != nullptr) {
+      if (auto conn = pool_->Take(key_)) {
+        conn_ = std::move(conn);
+        reused_ = true;
+        ArmTimer(request_.connect_timeout_s);
+        return WriteRequest();
+      }
+    }
+    Open();
+  }
+
+  // A new connection: socket, TLS stream (for https), then resolve and connect.
+  void Open() {
+    if (done_ || cancelled_) return;
+    reused_ = false;
+    // A pooled connection may serve calls on other executors of the same io_context;
+    // every handler of the call is bound to the call's executor (Bind) regardless.
+    conn_ = std::make_shared<detail::Connection>(
+        pool_ != nullptr ? asio::any_io_executor(pool_->io().get_executor()) : ex_);
     if (request_.tls) {
       auto ctx = TlsContextFor(request_.ca_file);
       if (!ctx.ok()) return Complete(Status(ErrorCode::kUnavailable, ctx.status().message()));
-      tls_ctx_ = *ctx;
-      tls_.emplace(socket_, *tls_ctx_);
+      conn_->tls_ctx = *ctx;
+      conn_->tls.emplace(conn_->socket, *conn_->tls_ctx);
       beast::error_code ec;
-      asio::ip::make_address(request_.host, ec);
-      const bool is_ip = !ec;
       bool ok = true;
-      ec = {};
       // SNI only for host names (RFC 6066 §3 forbids literal IP addresses).
-      if (!is_ip) ok = SSL_set_tlsext_host_name(tls_->native_handle(), request_.host.c_str()) == 1;
-      tls_->set_verify_callback(ssl::host_name_verification(request_.host), ec);
+      if (!is_ip_) {
+        ok = SSL_set_tlsext_host_name(conn_->tls->native_handle(), request_.host.c_str()) == 1;
+      }
+      conn_->tls->set_verify_callback(ssl::host_name_verification(request_.host), ec);
       if (!ok || ec) return Complete(Status(ErrorCode::kUnavailable, "tls: cannot set up SNI"));
     }
     ArmTimer(request_.connect_timeout_s);
@@ -108,44 +171,59 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
   // Tries each resolved address in turn (e.g. "localhost": ::1, then 127.0.0.1).
   void ConnectAny(tcp::resolver::results_type results) {
     if (done_) return;
-    asio::async_connect(socket_, results,
-                        [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
-                          if (ec) return self->Fail(ec, "connect");
-                          self->OnConnected();
-                        });
+    asio::async_connect(
+        conn_->socket, results,
+        Bind([self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
+          if (ec) return self->Fail(ec, "connect");
+          self->OnConnected();
+        }));
   }
 
   void OnConnected() {
+    if (pool_ != nullptr) pool_->CountOpened();
     beast::error_code ignored;
-    socket_.set_option(tcp::no_delay(true), ignored);
-    if (!tls_) return WriteRequest();
-    tls_->async_handshake(ssl::stream_base::client,
-                          [self = shared_from_this()](beast::error_code ec) {
-                            if (ec) return self->Fail(ec, "tls handshake");
-                            self->WriteRequest();
-                          });
+    conn_->socket.set_option(tcp::no_delay(true), ignored);
+    if (!conn_->tls) return WriteRequest();
+    conn_->tls->async_handshake(ssl::stream_base::client,
+                                Bind([self = shared_from_this()](beast::error_code ec) {
+                                  if (ec) return self->Fail(ec, "tls handshake");
+                                  self->WriteRequest();
+                                }));
   }
 
   // Runs `f` with the stream the call speaks HTTP over: TLS or the plain socket.
   template <typename F>
   void WithStream(F&& f) {
-    if (tls_) {
-      f(*tls_);
+    if (conn_->tls) {
+      f(*conn_->tls);
     } else {
-      f(socket_);
+      f(conn_->socket);
     }
   }
 
   void Connect(tcp::endpoint ep) {
     if (done_) return;
-    socket_.async_connect(ep, [self = shared_from_this()](beast::error_code ec) {
-      if (ec) return self->Fail(ec, "connect");
-      self->OnConnected();
-    });
+    conn_->socket.async_connect(ep, Bind([self = shared_from_this()](beast::error_code ec) {
+                                  if (ec) return self->Fail(ec, "connect");
+                                  self->OnConnected();
+                                }));
   }
 
   void WriteRequest() {
     if (done_) return;
+    if (!request_built_) BuildRequest();
+    // The connect timer keeps running through the write; then the header timeout.
+    WithStream([this](auto& stream) {
+      bhttp::async_write(stream, req_,
+                         Bind([self = shared_from_this()](beast::error_code ec, size_t) {
+                           if (ec) return self->Fail(ec, "write");
+                           self->ReadHeader();
+                         }));
+    });
+  }
+
+  void BuildRequest() {
+    request_built_ = true;
     bhttp::verb verb = bhttp::string_to_verb(request_.method);
     req_.version(11);
     if (verb == bhttp::verb::unknown) {
@@ -164,27 +242,21 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
     }
     req_.prepare_payload();
     head_only_ = verb == bhttp::verb::head;
-    // The connect timer keeps running through the write; then the header timeout.
-    WithStream([this](auto& stream) {
-      bhttp::async_write(stream, req_, [self = shared_from_this()](beast::error_code ec, size_t) {
-        if (ec) return self->Fail(ec, "write");
-        self->ReadHeader();
-      });
-    });
   }
 
   void ReadHeader() {
     if (done_) return;
     ArmTimer(request_.header_timeout_s);
+    buffer_.clear();
     parser_.emplace();
     parser_->body_limit(boost::none);
     parser_->skip(head_only_);
     WithStream([this](auto& stream) {
       bhttp::async_read_header(stream, buffer_, *parser_,
-                               [self = shared_from_this()](beast::error_code ec, size_t) {
+                               Bind([self = shared_from_this()](beast::error_code ec, size_t) {
                                  if (ec) return self->Fail(ec, "read header");
                                  self->OnHeader();
-                               });
+                               }));
     });
   }
 
@@ -212,7 +284,7 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
     WithStream([this](auto& stream) {
       bhttp::async_read_some(
           stream, buffer_, *parser_,
-          [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
+          Bind([self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); }));
     });
   }
 
@@ -220,7 +292,10 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
     if (done_) return;
     if (ec == bhttp::error::need_buffer) ec = {};
     // A TLS peer closing without close_notify where the framing says the body ends.
-    if (ec == ssl::error::stream_truncated && parser_->is_done()) ec = {};
+    if (ec == ssl::error::stream_truncated && parser_->is_done()) {
+      ec = {};
+      peer_closed_ = true;
+    }
     size_t n = sizeof chunk_ - parser_->get().body().size;
     if (ec) return Fail(ec, "read body");
     if (n > 0 && callbacks_.on_data && !cancelled_) {
@@ -245,6 +320,15 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
 
   void Fail(beast::error_code ec, const std::string& what) {
     if (cancelled_) return Complete(Status(ErrorCode::kCancelled, "cancelled"));
+    // A reused connection the server closed meanwhile (its keep-alive timeout raced our
+    // request): once, on a new connection, and only before any response byte arrived.
+    if (reused_ && !retried_ && !timed_out_ && (what == "write" || what == "read header") &&
+        buffer_.size() == 0 && (!parser_ || !parser_->got_some()) && IsStaleConnectionError(ec)) {
+      retried_ = true;
+      if (pool_ != nullptr) pool_->CountStaleRetry();
+      CloseAll();
+      return Open();
+    }
     if (timed_out_) {
       return Complete(Status(
           ErrorCode::kDeadlineExceeded,
@@ -258,8 +342,28 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
   void CloseAll() {
     beast::error_code ignored;
     resolver_.cancel();
-    socket_.shutdown(tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
+    if (!conn_) return;
+    conn_->socket.shutdown(tcp::socket::shutdown_both, ignored);
+    conn_->socket.close(ignored);
+  }
+
+  // The connection may carry another request: the whole response arrived, nothing more
+  // was sent, the server allows keep-alive, and the call was neither cancelled nor timed
+  // out. Returns the idle timeout to keep it for (<= 0: do not keep it).
+  double ReusableFor(const Status& status) const {
+    if (pool_ == nullptr || !conn_ || !status.ok() || cancelled_ || timed_out_ || peer_closed_ ||
+        !parser_ || !parser_->is_done() || buffer_.size() != 0) {
+      return 0;
+    }
+    const auto& msg = parser_->get();
+    if (msg.version() < 11 || !parser_->keep_alive()) return 0;
+    double idle_s = request_.pool_idle_timeout_s;
+    // A server announcing its own idle timeout: leave it one second to spare.
+    if (auto it = msg.find("keep-alive"); it != msg.end()) {
+      double hint = KeepAliveTimeoutHint(std::string_view(it->value().data(), it->value().size()));
+      if (hint >= 0) idle_s = std::min(idle_s, hint - 1);
+    }
+    return idle_s;
   }
 
   void Complete(Status status) {
@@ -267,7 +371,13 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
     done_ = true;
     ++timer_generation_;
     timer_.cancel();
-    CloseAll();
+    if (double idle_s = ReusableFor(status); idle_s > 0) {
+      resolver_.cancel();
+      pool_->Put(key_, std::move(conn_), idle_s);
+      conn_.reset();
+    } else {
+      CloseAll();
+    }
     auto on_complete = std::move(callbacks_.on_complete);
     // Callbacks often capture this call; dropping them breaks the cycle.
     callbacks_ = ClientCallbacks{};
@@ -278,9 +388,9 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
   ClientRequest request_;
   ClientCallbacks callbacks_;
   tcp::resolver resolver_;
-  tcp::socket socket_;
-  std::shared_ptr<ssl::context> tls_ctx_;
-  std::optional<ssl::stream<tcp::socket&>> tls_;  // set for https calls
+  detail::ConnectionPool* pool_ = nullptr;  // null: this call does not pool
+  detail::PoolKey key_;
+  std::shared_ptr<detail::Connection> conn_;  // null once handed back to the pool
   asio::steady_timer timer_;
   uint64_t timer_generation_ = 0;
   bhttp::request<bhttp::string_body> req_;
@@ -288,6 +398,11 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser_;
   char chunk_[16384];
   bool head_only_ = false;
+  bool is_ip_ = false;
+  bool request_built_ = false;
+  bool reused_ = false;       // conn_ came from the pool
+  bool retried_ = false;      // the one stale-connection retry was used
+  bool peer_closed_ = false;  // the server closed after the response
   bool done_ = false;
   bool cancelled_ = false;
   bool timed_out_ = false;
@@ -301,6 +416,19 @@ std::shared_ptr<Call> StartCall(asio::any_io_executor ex, ClientRequest request,
   // Start from the executor so that callbacks never run inside StartCall itself.
   asio::post(ex, [call] { call->Start(); });
   return call;
+}
+
+ClientPoolStats GetClientPoolStats(const asio::any_io_executor& ex) {
+  ClientPoolStats out;
+  auto* pool = detail::ConnectionPool::For(ex);
+  if (pool == nullptr) return out;
+  detail::PoolCounters c = pool->counters();
+  out.opened = c.opened;
+  out.reused = c.reused;
+  out.stale_retries = c.stale_retries;
+  out.closed_idle = c.closed_idle;
+  out.idle = c.idle;
+  return out;
 }
 
 void Fetch(asio::any_io_executor ex, ClientRequest request,
@@ -320,6 +448,7 @@ void Fetch(asio::any_io_executor ex, ClientRequest request,
 }
 
 Result<Response> FetchSync(ClientRequest request) {
+  request.reuse_connection = false;  // a private io_context: nothing to reuse
   asio::io_context io;
   std::optional<Result<Response>> result;
   Fetch(io.get_executor(), std::move(request), [&](Result<Response> r) { result = std::move(r); });

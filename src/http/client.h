@@ -7,10 +7,31 @@
 // carries the host name (not sent for IP literals, RFC 6066 §3). A failed verification
 // or handshake is a kUnavailable "tls handshake" error, never a response.
 //
-// One Call = one TCP connection, one request, one response (Connection: close is not
-// sent; the connection is simply closed after the response). Body bytes are delivered
-// as they arrive (chunked decoding done), never buffered whole. Cancel() closes the
-// socket, which a vLLM-like server sees as a client disconnect and aborts.
+// One Call = one request and one response over an HTTP/1.1 connection. Body bytes are
+// delivered as they arrive (chunked decoding done), never buffered whole. Cancel() closes
+// the socket, which a vLLM-like server sees as a client disconnect and aborts.
+//
+// Connection reuse (keep-alive pooling, like Go net/http's Transport or Envoy's pools):
+// calls on executors of one io_context share a pool of idle connections (an asio service
+// of that io_context, http/connection_pool.h), keyed by (host, port, tls, ca_file, SNI).
+// - A connection goes back to the pool only when the response ended cleanly and
+//   completely, the response allowed keep-alive (HTTP/1.1 without `Connection: close`,
+//   framed by Content-Length or chunked), no byte beyond it arrived, and the call was not
+//   cancelled and did not time out. Anything else closes it, as before.
+// - At most 16 idle connections per key (the oldest is closed beyond that); each is
+//   closed after pool_idle_timeout_s idle (default 4 s), or at once when the server
+//   closes it. 4 s is below uvicorn's default keep-alive timeout of 5 s (encode/uvicorn,
+//   uvicorn/config.py: `Config(..., timeout_keep_alive: int = 5)`; vLLM's OpenAI server
+//   runs on uvicorn, and http::Server's keep_alive_timeout_s default mirrors it), so that
+//   we close first rather than racing the server's close with a new request. A server's
+//   `Keep-Alive: timeout=N` header lowers it to N - 1.
+// - A reused connection the server closed meanwhile: when writing the request or waiting
+//   for the first response byte fails with EOF, reset or broken pipe before any response
+//   byte arrived, the call is retried once, transparently, on a new connection. Never
+//   after a response byte arrived.
+// - Opt out per request with ClientRequest::reuse_connection = false (a new connection,
+//   closed after the response, exactly as before pooling). FetchSync never pools.
+// - Idle connections are not io_context work: run() still returns once the calls are done.
 //
 // Thread-safety: a Call lives on the executor it was started on; call Cancel from it.
 #pragma once
@@ -41,6 +62,11 @@ struct ClientRequest {
   double idle_timeout_s = 0;
   bool tls = false;     // https
   std::string ca_file;  // PEM CA bundle to trust instead of the system store (tls only)
+  // Take an idle connection from the pool and give the connection back after a clean
+  // keep-alive response (see the header comment). false: a connection of its own.
+  bool reuse_connection = true;
+  // How long the connection may then stay idle in the pool (<= 0: do not pool it).
+  double pool_idle_timeout_s = 4;
 };
 
 struct ClientCallbacks {
@@ -61,6 +87,16 @@ class Call {
 
 std::shared_ptr<Call> StartCall(boost::asio::any_io_executor ex, ClientRequest request,
                                 ClientCallbacks callbacks);
+
+// Connection-pool counters of the io_context `ex` belongs to (all zero when it has none).
+struct ClientPoolStats {
+  uint64_t opened = 0;         // connections made by calls that may pool
+  uint64_t reused = 0;         // calls served on an idle pooled connection
+  uint64_t stale_retries = 0;  // reused connections found closed; retried on a new one
+  uint64_t closed_idle = 0;    // idle connections closed (timeout, server close, cap)
+  size_t idle = 0;             // idle connections now
+};
+ClientPoolStats GetClientPoolStats(const boost::asio::any_io_executor& ex);
 
 // Whole-body convenience on top of StartCall.
 struct Response {

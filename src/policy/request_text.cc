@@ -98,6 +98,10 @@ std::string RequestScanText(const boost::json::object& body) {
   return keys;
 }
 
+void AppendScanText(std::string& scan_text, std::string_view item) {
+  if (!item.empty()) Append(scan_text, item);
+}
+
 std::string RequestScanText(std::string_view raw_json) {
   boost::system::error_code ec;
   boost::json::value v = boost::json::parse(raw_json, ec);

@@ -12,6 +12,10 @@
 // "data":...}) is emitted decoded; booleans and null are skipped. Items are separated by
 // "\n" so that a pattern never spans two of them.
 //
+// Header values that go upstream with the body (on /v1/messages: anthropic-version and
+// anthropic-beta, which the gateway passes to Anthropic providers) are appended to the
+// scan text with AppendScanText, one item each, after the body's items.
+//
 // Thread-safety: pure functions.
 #pragma once
 
@@ -29,5 +33,8 @@ std::string RequestScanText(const boost::json::object& body);  // no copy of the
 // As above for a raw JSON body; a body that does not parse is scanned as it is (it is the
 // text the client sent).
 std::string RequestScanText(std::string_view raw_json);
+
+// Appends `item` to `scan_text` as one more item ("\n"-separated; nothing when empty).
+void AppendScanText(std::string& scan_text, std::string_view item);
 
 }  // namespace kinference::policy

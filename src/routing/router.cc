@@ -81,6 +81,7 @@ class Router::Impl {
     const double free_tokens =
         ratio.ToTokens(std::max(0.0, free_blocks) * static_cast<double>(config.block_chars));
     v.evicted_tokens = std::clamp(v.uncached_tokens - free_tokens, 0.0, v.uncached_tokens);
+    v.recent_reuse = reuse;
     v.cache_fill =
         reuse * std::clamp(static_cast<double>(e.index.size()) /
                                static_cast<double>(std::max<size_t>(1, e.index.capacity())),

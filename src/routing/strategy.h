@@ -50,6 +50,9 @@ struct CandidateView {
   // its last ~20 dispatches of the expected-hit fraction of the prompt): how much repeat
   // traffic what the cache holds is likely to attract. 0 when nothing is being reused.
   double cache_fill = 0;
+  // The router's recent reuse alone (the EWMA above), in [0, 1]: 0 when no request has
+  // lately found its prefix cached anywhere, so cached prefixes are not worth keeping.
+  double recent_reuse = 0;
   double predicted_ttft_s = 0;  // the endpoint's TTFT predictor
   double queue_wait_s = 0;      // part of it waiting for work ahead
 };

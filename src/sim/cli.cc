@@ -36,7 +36,8 @@ struct CliOptions {
   size_t concurrency = 0;
   size_t requests = 48;  // sessions
   double slo_s = 0;
-  double speed = 1.0;  // trace: arrival-time divisor
+  double speed = 1.0;       // trace: arrival-time divisor
+  size_t trace_offset = 0;  // trace: first line used
   // multiturn shape "SYSTEM,USER,OUTPUT,THINK[,TURNS]" (tokens, s); empty = defaults
   std::string multiturn;
   bool quiet = false;
@@ -74,6 +75,7 @@ Result<Scenario> AdHocScenario(const CliOptions& o, const ScenarioParams& params
   c.spec.rate_rps = o.rate;
   c.spec.trace_path = o.trace;
   c.spec.speed = o.speed;
+  c.spec.trace_offset = o.trace_offset;
   if (!o.multiturn.empty()) {
     auto f = SplitList(o.multiturn);
     if (f.size() < 4 || f.size() > 5)
@@ -203,6 +205,8 @@ void RegisterCommand(CLI::App& app) {
   cmd->add_option("--concurrency", opts->concurrency, "ad-hoc: closed-loop concurrency");
   cmd->add_option("--requests", opts->requests, "ad-hoc: sessions")->capture_default_str();
   cmd->add_option("--speed", opts->speed, "ad-hoc trace: arrival times divided by this")
+      ->capture_default_str();
+  cmd->add_option("--trace-offset", opts->trace_offset, "ad-hoc trace: first trace line used")
       ->capture_default_str();
   cmd->add_option("--slo", opts->slo_s, "ad-hoc: TTFT threshold for goodput, s");
   cmd->add_option("--multiturn", opts->multiturn,

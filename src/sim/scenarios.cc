@@ -80,17 +80,19 @@ Scenario Capacity(const ScenarioParams& p) {
 
 Scenario Trace(const ScenarioParams& p) {
   Scenario s{fmt::format("trace"),
-             fmt::format("Mooncake conversation trace, first {} lines, on {} x h100-27b-fp8, at "
-                         "its own rate and faster",
-                         Scaled(kTraceRequests, p), kTraceReplicas),
+             fmt::format("Mooncake conversation trace, {}-line slices starting at line {} x "
+                         "trial (trial 0, 1, 2: three parts of the hour), on {} x h100-27b-fp8, "
+                         "at its own rate and faster",
+                         Scaled(kTraceRequests, p), kTraceSliceStride, kTraceReplicas),
              {}};
-  s.max_trials = 1;
+  s.max_trials = kTraceSlices;
   auto o = BaseOptions(p, MakePool(Profile("h100-27b-fp8"), "h100", kTraceReplicas));
   for (double speed : {1.0, 1.5, 2.0}) {
     Condition c =
         OpenLoop("trace", Scaled(kTraceRequests, p), 0, o, fmt::format("speed={:g}", speed));
     c.spec.trace_path = p.trace_path;
     c.spec.speed = speed;
+    c.trace_offset_step = kTraceSliceStride;
     s.conditions.push_back(c);
   }
   return s;
@@ -165,14 +167,20 @@ boost::json::object Summarize(const std::string& scenario, const Condition& c,
                               const std::string& strategy, const std::vector<SimResult>& trials) {
   std::vector<bench::RequestRecord> records;
   std::vector<double> abs_err, rel_err, goodput, goodput_window;
+  // Per trial (in seed order), for paired comparisons between strategies: every strategy
+  // runs trial t on the same arrivals.
+  boost::json::array ttft_p50_trials, ttft_p90_trials, e2e_p50_trials;
   size_t met = 0, ok = 0;
   double duration = 0;
   for (const SimResult& t : trials) {
     size_t met_t = 0, sessions_t = 0;
     double first_start = kNever, last_end = 0, slot_s = 0;
+    std::vector<double> ttft_t, e2e_t;
     for (const SimRequest& r : t.requests) {
       if (r.session_index < c.warmup_sessions) continue;
       records.push_back(r.record);
+      if (r.record.ok() && r.record.ttft_s >= 0) ttft_t.push_back(r.record.ttft_s);
+      if (r.record.ok()) e2e_t.push_back(r.record.e2e_s);
       first_start = std::min(first_start, r.record.start_s);
       last_end = std::max(last_end, r.record.start_s + r.record.e2e_s);
       slot_s += r.think_s + r.record.e2e_s;
@@ -186,6 +194,9 @@ boost::json::object Summarize(const std::string& scenario, const Condition& c,
         rel_err.push_back(e / r.gateway_ttft_s);
       }
     }
+    ttft_p50_trials.push_back(Num(bench::Percentile(ttft_t, 0.5)));
+    ttft_p90_trials.push_back(Num(bench::Percentile(ttft_t, 0.9)));
+    e2e_p50_trials.push_back(Num(bench::Percentile(e2e_t, 0.5)));
     met += met_t;
     const double window = c.warmup_sessions > 0 ? last_end - first_start : t.duration_s;
     duration += window;
@@ -214,6 +225,9 @@ boost::json::object Summarize(const std::string& scenario, const Condition& c,
   if (!ttfts.empty())
     for (int i = 0; i <= 20; ++i) quantiles.push_back(bench::Percentile(ttfts, i / 20.0));
   o["ttft_quantiles_s"] = std::move(quantiles);
+  o["ttft_p50_s_trials"] = std::move(ttft_p50_trials);
+  o["ttft_p90_s_trials"] = std::move(ttft_p90_trials);
+  o["e2e_p50_s_trials"] = std::move(e2e_p50_trials);
   o["prediction_abs_err_p50_s"] = Num(bench::Percentile(abs_err, 0.5));
   o["prediction_rel_err_p90"] = Num(bench::Percentile(rel_err, 0.9));
   if (c.options.concurrency > 0) {
@@ -223,6 +237,9 @@ boost::json::object Summarize(const std::string& scenario, const Condition& c,
       o["ttft_slo_s"] = c.ttft_slo_s;
       o["slo_fraction"] = frac;
       o["goodput_rpm"] = Num(Mean(goodput));
+      boost::json::array per_trial;  // same order as the trials' seeds
+      for (double g : goodput) per_trial.push_back(Num(g));
+      o["goodput_rpm_trials"] = std::move(per_trial);
       o["goodput_window_rpm"] = Num(Mean(goodput_window));
       o["slo_met"] = frac >= kSloFraction;
     }
@@ -242,6 +259,7 @@ Result<boost::json::object> RunScenario(const Scenario& scenario, const RunPlan&
     for (size_t t = 0; t < trials; ++t) {
       workload::WorkloadSpec spec = scenario.conditions[c].spec;
       spec.seed = plan.seed + t;
+      spec.trace_offset += t * scenario.conditions[c].trace_offset_step;
       auto w = workload::MakeWorkload(spec);
       if (!w.ok()) return w.status();
       sessions[c].push_back(std::move(*w));

@@ -11,18 +11,23 @@
 //                  shared-prefix (TTFT SLO 8 s; kCapacityWarmup warm-up requests, then
 //                  max(72, 3 x concurrency) measured) and multiturn (4 s; max(8, c)
 //                  sessions of 8 turns).
-//   trace          the first kTraceRequests lines of the Mooncake conversation trace on
+//   trace          kTraceRequests lines of the Mooncake conversation trace on
 //                  kTraceReplicas x h100-27b-fp8, at its own rate (speed 1) and 1.5x, 2x
-//                  (where random breaks); one trial (the trace fixes the arrivals).
+//                  (where random breaks); trial t replays the slice starting at line
+//                  t x kTraceSliceStride (at most kTraceSlices trials: the trace fixes the
+//                  arrivals, so trials differ by the part of the hour they replay).
 //   heterogeneous  2 x l40s-27b-fp8 + 1 x h100-27b-fp8 (two pools), open loop.
 //   restarts       3 x l40s-27b-fp8; one replica restarts (empty cache), one joins, one
 //                  leaves during the run.
 // Result fields per (condition, strategy): scenario, workload, label, strategy, trials,
 // requests, errors, ttft_{p50,p90,p99}_s, e2e_{p50,p90}_s, itl_p50_s,
 // cached_token_ratio, throughput_rps, prediction_abs_err_p50_s, prediction_rel_err_p90,
-// ttft_quantiles_s (TTFT at 0, 5, ..., 100 %),
+// ttft_quantiles_s (TTFT at 0, 5, ..., 100 %), ttft_p50_s_trials, ttft_p90_s_trials,
+// e2e_p50_s_trials (per trial, in trial order, for paired comparisons: every strategy
+// runs trial t on the same arrivals),
 // and for closed-loop conditions concurrency, ttft_slo_s, slo_fraction, goodput_rpm
-// (requests meeting the SLO per minute of run, mean over trials) and slo_met
+// (requests meeting the SLO per minute of run, mean over trials), goodput_rpm_trials,
+// goodput_window_rpm and slo_met
 // (slo_fraction >= 0.9). Percentiles pool the requests of all trials (bench/report.h).
 //
 // Thread-safety: RunScenario runs independent simulations on `jobs` threads and joins
@@ -48,6 +53,8 @@ inline constexpr double kSloFraction = 0.9;
 inline constexpr size_t kCapacityWarmup = 48;
 inline constexpr size_t kTraceReplicas = 12;
 inline constexpr size_t kTraceRequests = 600;
+inline constexpr size_t kTraceSliceStride = 4000;  // lines: ~20 min of the hour-long trace
+inline constexpr size_t kTraceSlices = 3;          // 12,031 lines hold three such slices
 
 struct Condition {
   std::string workload;         // workload name (spec.name)
@@ -58,6 +65,8 @@ struct Condition {
   // Sessions [0, warmup_sessions) are simulated (they fill the caches) but left out of
   // every statistic; goodput's window runs from the first measured request's start.
   size_t warmup_sessions = 0;
+  // > 0: trial t reads the trace from spec.trace_offset + t * trace_offset_step.
+  size_t trace_offset_step = 0;
 };
 
 struct Scenario {

@@ -151,5 +151,31 @@ TEST(GatewayConfig, DurationsAreFiniteAndAtMostAWeek) {
   EXPECT_EQ(ParseGatewayConfig(pools + "request_timeout_s: 604800").request_timeout_s, 604800);
 }
 
+// drain_timeout_s: real seconds, 0 allowed (end in-flight requests at once), default 30;
+// --drain-timeout-s given on the command line overrides it (EffectiveDrainTimeoutS).
+TEST(GatewayConfig, DrainTimeoutKeyAndCliPrecedence) {
+  const std::string pools = "pools: [{name: a, model: m, endpoints: [\"http://127.0.0.1:1\"]}]\n";
+  EXPECT_EQ(ParseGatewayConfig(pools).drain_timeout_s, 30);
+  auto c = ParseGatewayConfig(pools + "drain_timeout_s: 12.5");
+  EXPECT_EQ(c.drain_timeout_s, 12.5);
+  EXPECT_EQ(ParseGatewayConfig(pools + "drain_timeout_s: 0").drain_timeout_s, 0);
+  EXPECT_NE(ErrorOf(pools + "drain_timeout_s: -1").find("drain_timeout_s: must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "drain_timeout_s: 1e10").find("drain_timeout_s: must be at most"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "drain_timeout_s: soon").find("drain_timeout_s: expected a number"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "drain_timeout: 5").find("drain_timeout: unknown field"),
+            std::string::npos);
+  // Precedence: the flag when given (even 0), else the config's value.
+  EXPECT_EQ(EffectiveDrainTimeoutS(c, std::nullopt), 12.5);
+  EXPECT_EQ(EffectiveDrainTimeoutS(c, 5.0), 5.0);
+  EXPECT_EQ(EffectiveDrainTimeoutS(c, 0.0), 0.0);
+  EXPECT_EQ(EffectiveDrainTimeoutS(GatewayConfig{}, std::nullopt), 30);
+  // The example config documents the key.
+  auto example = LoadGatewayConfig(std::string(KINFERENCE_SOURCE_DIR) + "/examples/gateway.yaml");
+  EXPECT_EQ(example.drain_timeout_s, 30);
+}
+
 }  // namespace
 }  // namespace kinference::gateway

@@ -172,5 +172,52 @@ TEST_F(PolicyProxyTest, RejectedRequestsCountAsMatched) {
   EXPECT_EQ(Decisions().back().at("rejected_by").as_string(), "pii-local-only");
 }
 
+// /v1/messages: the client's anthropic-version and anthropic-beta header values (passed
+// upstream to Anthropic providers as sent) are scanned like the body, so PII there is
+// tagged: 403 with only a provider, nothing sent upstream.
+TEST_F(PolicyProxyTest, PiiInAnthropicHeadersIsTagged) {
+  FakeUpstream& ext = Fake();
+  GatewayConfig c = Base({kExamples + "pii-local-only.yaml"});
+  AddProvider(c, "ext", "m", ext);
+  Start(c);
+  auto headers = [](const std::string& version, const std::string& beta) {
+    http::Headers h;
+    h.Add("anthropic-version", version);
+    h.Add("anthropic-beta", beta);
+    return h;
+  };
+  auto beta = Post(Messages("m", "hi"), headers("2023-06-01", "tools-2024-04-04,bob@example.org"),
+                   "/v1/messages");
+  EXPECT_EQ(beta.status, 403) << beta.body;
+  EXPECT_EQ(json::parse(beta.body).at("error").at("type").as_string(), "permission_error");
+  EXPECT_EQ(Decisions().back().at("rejected_by").as_string(), "pii-local-only");
+  EXPECT_EQ(
+      Post(Messages("m", "hi"), headers("carol@example.org", "tools-2024-04-04"), "/v1/messages")
+          .status,
+      403);
+  EXPECT_EQ(ext.requests(), 0);
+  // Ordinary values pass; other fronts never forward these headers, so they are not scanned.
+  EXPECT_EQ(Post(Messages("m", "hi"), headers("2023-06-01", "interleaved-thinking-2025-05-14"),
+                 "/v1/messages")
+                .status,
+            200);
+  EXPECT_EQ(Post(Chat("m", "hi"), headers("2023-06-01", "dave@example.org")).status, 200);
+  EXPECT_EQ(ext.requests(), 2);
+}
+
+// The classifier's text ends with those two header values, and no other header's.
+TEST_F(ClassifierTest, ClassifierGetsTheAnthropicHeaderValues) {
+  StartWithClassifier(/*hold=*/false, "[]", "reject");
+  http::Headers h;
+  h.Add("anthropic-version", "2023-06-01");
+  h.Add("x-other", "not-scanned");
+  h.Add("Anthropic-Beta", "tools-2024-04-04");
+  auto r = Post(Messages("m", "hi"), h, "/v1/messages");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(classifier_->last_body()).at("text").as_string(),
+            "model\nmax_tokens\nmessages\nm\n16\nrole\ncontent\nuser\nhi\n2023-06-01\n"
+            "tools-2024-04-04");
+}
+
 }  // namespace
 }  // namespace kinference::gateway

@@ -384,5 +384,45 @@ TEST_F(ProxyTest, ScraperMarksEndpointsUnhealthyAndHealthyAgain) {
   EXPECT_EQ(again->requests(), 1);
 }
 
+// A known path with a method it has no route for: 405 with `Allow` (RFC 9110 15.5.6), the
+// body in the path's API error shape; unknown paths stay 404. Nothing goes upstream.
+TEST_F(ProxyTest, WrongMethodOnKnownPathIs405WithAllow) {
+  auto& fake = AddFake(FakeMode::kOk);
+  StartGateway({Url(fake.port())});
+  auto openai = [&](const std::string& method, const std::string& path, const std::string& allow) {
+    auto r = Call(method, path, method == "GET" ? "" : kChat);
+    EXPECT_EQ(r.status, 405) << method << " " << path << ": " << r.body;
+    EXPECT_EQ(r.headers.Find("allow"), allow) << method << " " << path;
+    auto error = json::parse(r.body).at("error").as_object();
+    EXPECT_EQ(error.at("type").as_string(), "invalid_request_error");
+    EXPECT_EQ(error.at("code").as_int64(), 405);
+    EXPECT_TRUE(error.at("param").is_null());
+    EXPECT_NE(error.at("message").as_string().find(method), std::string::npos);
+  };
+  openai("GET", "/v1/chat/completions", "POST");
+  openai("PUT", "/v1/completions", "POST");
+  openai("POST", "/v1/models", "GET");
+  openai("DELETE", "/health", "GET");
+  // /v1/messages: Anthropic's shape.
+  auto messages = Call("DELETE", "/v1/messages");
+  EXPECT_EQ(messages.status, 405);
+  EXPECT_EQ(messages.headers.Find("allow"), "POST");
+  auto body = json::parse(messages.body).as_object();
+  EXPECT_EQ(body.at("type").as_string(), "error");
+  EXPECT_EQ(body.at("error").at("type").as_string(), "invalid_request_error");
+  EXPECT_FALSE(body.at("error").at("message").as_string().empty());
+  // Unknown paths: 404, OpenAI shape, no Allow.
+  for (const char* method : {"GET", "POST"}) {
+    auto unknown = Call(method, "/v1/nope");
+    EXPECT_EQ(unknown.status, 404) << method;
+    EXPECT_TRUE(unknown.headers.Find("allow").empty());
+    EXPECT_EQ(json::parse(unknown.body).at("error").at("type").as_string(), "not_found_error");
+  }
+  // The routes themselves still answer.
+  EXPECT_EQ(Call("GET", "/v1/models").status, 200);
+  EXPECT_EQ(Post(kChat).status, 200);
+  EXPECT_EQ(fake.requests(), 1);
+}
+
 }  // namespace
 }  // namespace kinference::gateway

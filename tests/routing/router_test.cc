@@ -232,21 +232,20 @@ TEST(RouterCapacity, ViewReportsEvictionsOnceTheIndexIsFull) {
   router.OnDispatched(Req("x", Text(70, 3000)), d, 0);  // 93 of 125 blocks held
   // 2000 new tokens; 32 free blocks hold 1024 tokens, so 976 are pushed out. The view is
   // internal: check it through the predicted-ttft score (strategies_basic.cc), which for
-  // a lone candidate is TTFT + own work * (evicted / uncached + cache fill x reuse); no
-  // dispatch so far reused anything, so the fill term is 0.
+  // a lone candidate is TTFT + own work * reuse * (evicted / uncached + load x fill); no
+  // dispatch so far reused anything, so both terms are 0.
   Decision d2 = pick(Req("y", Text(71, 2000)));
   const auto& c = d2.candidates.at(0);
-  const double own = c.predicted_ttft_s - c.queue_wait_s;
-  EXPECT_NEAR(c.score, c.predicted_ttft_s + own * 976.0 / 2000, 1e-9);
+  EXPECT_NEAR(c.score, c.predicted_ttft_s, 1e-9);
   // A dispatch that reuses x's 93 full blocks (2976 of its 3000 tokens): reuse = 0.05 x
-  // 2976 / 3000; fill 93/125.
+  // 2976 / 3000; fill 93/125; x and x2 await their first token (load capped at 1).
   auto x2 = Req("x2", Text(70, 3000));
   router.OnDispatched(x2, pick(x2), 0);
   Decision d3 = pick(Req("y", Text(71, 2000)));
   const auto& c3 = d3.candidates.at(0);
   const double own3 = c3.predicted_ttft_s - c3.queue_wait_s;
-  EXPECT_NEAR(c3.score,
-              c3.predicted_ttft_s + own3 * (976.0 / 2000 + 0.05 * 2976 / 3000 * 93.0 / 125), 1e-9);
+  const double reuse = 0.05 * 2976 / 3000;
+  EXPECT_NEAR(c3.score, c3.predicted_ttft_s + own3 * reuse * (976.0 / 2000 + 93.0 / 125), 1e-9);
 }
 
 // FCFS: a request queued behind another cannot start its prefill before the one ahead

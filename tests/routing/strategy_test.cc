@@ -112,9 +112,30 @@ TEST(Strategy, PredictedTtftChargesEvictingCachedPrefixes) {
     v.uncached_tokens = 1000;
   }
   fx.views[1].evicted_tokens = 600;
+  for (auto& v : fx.views) v.recent_reuse = 1;  // every recent request found its prefix
   std::vector<double> scores;
   EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 0u);
   EXPECT_DOUBLE_EQ(scores[1] - scores[0], 0.6);  // recomputing them: 600 tokens at 1 ms
+  // Half the traffic reuses prefixes: half the charge.
+  for (auto& v : fx.views) v.recent_reuse = 0.5;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 0u);
+  EXPECT_DOUBLE_EQ(scores[1] - scores[0], 0.3);
+}
+
+// Nothing is being reused (independent prompts): cached prefixes are worth nothing, so
+// an idle replica is not passed over for a busy one with less to evict.
+TEST(Strategy, PredictedTtftIgnoresEvictionWhenNothingIsReused) {
+  Fixture fx(2);
+  for (auto& v : fx.views) {
+    v.predicted_ttft_s = 1.0;
+    v.uncached_tokens = 1000;
+    v.evicted_tokens = 1000;
+  }
+  fx.views[0].in_flight = 1;  // decoding a request
+  fx.views[0].evicted_tokens = 200;
+  std::vector<double> scores;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 1u);
+  EXPECT_DOUBLE_EQ(scores[0], scores[1]);  // decided by the in-flight tie-break
 }
 
 TEST(Strategy, PredictedTtftPlacesColdWorkOnTheEmptierCache) {
@@ -125,11 +146,37 @@ TEST(Strategy, PredictedTtftPlacesColdWorkOnTheEmptierCache) {
   }
   fx.views[0].cache_fill = 0.8;  // holds more prefixes: more affinity traffic to come
   fx.views[1].cache_fill = 0.2;
-  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views), 1u);
+  // Requests are queueing (one awaiting its first token per candidate): the affinity
+  // traffic a fuller cache attracts will cost queueing there.
+  for (auto& v : fx.views) v.awaiting_first_token = 1;
+  std::vector<double> scores;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 1u);
+  EXPECT_DOUBLE_EQ(scores[0] - scores[1], 0.6);  // 1 s of own work x (0.8 - 0.2)
+  // Half as loaded (one awaiting request over two candidates): half the term.
+  fx.views[1].awaiting_first_token = 0;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 1u);
+  EXPECT_DOUBLE_EQ(scores[0] - scores[1], 0.3);
   // A warm request's own work is small, so the term does not undo affinity.
   fx.views[0].predicted_ttft_s = 0.1;
   fx.views[0].uncached_tokens = 100;
   EXPECT_EQ(ChooseWith("predicted-ttft", fx.views), 0u);
+}
+
+// Nothing queues: future affinity traffic costs nothing yet, so a cold request is not
+// sent to an emptier cache on a replica that is busy decoding (its prefill would stall
+// those decodes; light-load shared-prefix e2e p50 11.50 s with the term, 11.42 s without).
+TEST(Strategy, PredictedTtftIgnoresCacheFillWhenNothingQueues) {
+  Fixture fx(2);
+  for (auto& v : fx.views) {
+    v.predicted_ttft_s = 1.0;
+    v.uncached_tokens = 1000;
+  }
+  fx.views[0].cache_fill = 0.8;
+  fx.views[1].cache_fill = 0.2;
+  fx.views[1].in_flight = 1;
+  std::vector<double> scores;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 0u);
+  EXPECT_DOUBLE_EQ(scores[0], scores[1]);
 }
 
 TEST(Strategy, PredictedTtftKeepsAffinityUnlessTheWarmQueueIsLong) {

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <string>
+
 namespace kinference::sim {
 namespace {
 
@@ -47,6 +50,71 @@ TEST(ScenariosTest, GoodputCountsRequestsMeetingTheSloPerMinute) {
   EXPECT_EQ(o["requests"].as_uint64(), 4u);
 }
 
+// Per-trial figures, in trial order, so that reports can pair trial t of two strategies.
+TEST(ScenariosTest, SummaryKeepsEachTrialsFigures) {
+  Condition c;
+  c.workload = "shared-prefix";
+  c.options.concurrency = 1;
+  c.ttft_slo_s = 8;
+  std::vector<SimResult> trials(2);
+  for (double ttft : {1.0, 3.0, 2.0}) {
+    SimRequest r;
+    r.record.ttft_s = ttft;
+    r.record.e2e_s = ttft + 10;
+    trials[0].requests.push_back(r);
+  }
+  SimRequest slow;
+  slow.record.ttft_s = 9;  // misses the SLO
+  slow.record.e2e_s = 20;
+  trials[1].requests.push_back(slow);
+  auto o = Summarize("capacity", c, "random", trials);
+  const auto& p50 = o["ttft_p50_s_trials"].as_array();
+  ASSERT_EQ(p50.size(), 2u);
+  EXPECT_DOUBLE_EQ(p50[0].as_double(), 2.0);
+  EXPECT_DOUBLE_EQ(p50[1].as_double(), 9.0);
+  EXPECT_DOUBLE_EQ(o["e2e_p50_s_trials"].as_array()[0].as_double(), 12.0);
+  const auto& goodput = o["goodput_rpm_trials"].as_array();
+  ASSERT_EQ(goodput.size(), 2u);
+  EXPECT_DOUBLE_EQ(goodput[0].as_double(), 60.0 * 3 / (11 + 13 + 12));
+  EXPECT_DOUBLE_EQ(goodput[1].as_double(), 0.0);
+  EXPECT_DOUBLE_EQ(o["goodput_rpm"].as_double(), 60.0 * 3 / 36 / 2);
+}
+
+// The trace fixes the arrivals, so its trials replay different parts of the hour.
+TEST(ScenariosTest, TraceTrialsReplayDifferentSlices) {
+  // A synthetic trace whose three slices differ in prompt length: 256-, 4,096- and
+  // 1,024-token prompts, one request every 2 s, 10 output tokens.
+  const std::string path = ::testing::TempDir() + "/slices.jsonl";
+  {
+    std::ofstream out(path);
+    for (size_t i = 0; i < 2 * kTraceSliceStride + 10; ++i) {
+      const int len = i < kTraceSliceStride ? 256 : i < 2 * kTraceSliceStride ? 4096 : 1024;
+      out << "{\"timestamp\": " << i * 2000 << ", \"input_length\": " << len
+          << ", \"output_length\": 10, \"hash_ids\": [" << 10 * i << "]}\n";
+    }
+  }
+  ScenarioParams p;
+  p.trace_path = path;
+  p.scale = 4.0 / kTraceRequests;  // 4 requests per slice
+  auto s = MakeScenario("trace", p);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->max_trials, kTraceSlices);
+  s->conditions.resize(1);  // speed 1 is enough
+  RunPlan plan;
+  plan.strategies = {"random"};
+  plan.trials = 5;  // capped at kTraceSlices
+  auto doc = RunScenario(*s, plan);
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  const auto& r = (*doc)["results"].as_array().at(0).as_object();
+  EXPECT_EQ(r.at("trials").as_uint64(), kTraceSlices);
+  const auto& p50 = r.at("ttft_p50_s_trials").as_array();
+  ASSERT_EQ(p50.size(), 3u);
+  // Idle replicas: TTFT follows the slice's prompt length.
+  EXPECT_LT(p50[0].as_double(), p50[2].as_double());
+  EXPECT_LT(p50[2].as_double(), p50[1].as_double());
+  // The slices fit in the 12,031-line Mooncake trace.
+  EXPECT_LE((kTraceSlices - 1) * kTraceSliceStride + kTraceRequests, 12031u);
+}
 TEST(ScenariosTest, SteadyStateGoodputCountsThinkTimeAsSlotTime) {
   Condition c;
   c.workload = "multiturn";

@@ -1,6 +1,6 @@
 // Anthropic as an upstream provider, response side: Anthropic Messages responses (whole,
 // or streamed event by event) rewritten as OpenAI chat completions / chunks, so the
-// gateway's request path (proxy.cc) treats every upstream as OpenAI.
+// gateway's request path (exchange.h) treats every upstream as OpenAI.
 //
 // Whole message (Anthropic API reference "Messages") -> chat.completion:
 //   text blocks -> message.content (joined); tool_use {id,name,input} -> tool_calls
