@@ -5,16 +5,35 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <cmath>
 #include <csignal>
 #include <functional>
 #include <iostream>
 #include <optional>
 
 #include "gateway/config.h"
+#include "gateway/config_fields.h"
 #include "gateway/gateway.h"
 
 namespace kinference::gateway {
 namespace {
+
+// --drain-timeout-s is checked as the config's drain_timeout_s is (config_fields::DurationS,
+// zero allowed), with the same messages: a number of seconds, >= 0, finite, at most one
+// week (1e10 s would overflow the drain deadline's clock; nan and inf are no durations).
+// A failure is a CLI11 ValidationError: "--drain-timeout-s: <message>", as for any CLI error.
+CLI::Validator DrainTimeoutSValidator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v)) return "expected seconds, got '" + text + "'";
+        if (!(v >= 0)) return "must be >= 0";
+        if (!std::isfinite(v)) return "must be finite";
+        if (v > config_fields::kMaxDurationS) return "must be at most 604800 s (one week)";
+        return {};
+      },
+      "SECONDS in [0, 604800]", "DrainTimeoutS");
+}
 
 // `cli_drain_timeout_s`: --drain-timeout-s when given (overrides the config's
 // drain_timeout_s; config.h).
@@ -89,7 +108,7 @@ void RegisterCommand(CLI::App& app) {
       cmd->add_option("--drain-timeout-s", *drain_timeout_s,
                       "on SIGTERM/SIGINT, seconds to let in-flight requests finish before "
                       "exiting; overrides the config's drain_timeout_s (default 30)")
-          ->check(CLI::NonNegativeNumber);
+          ->check(DrainTimeoutSValidator());
   cmd->callback([path, drain_timeout_s, drain] {
     std::optional<double> cli;
     if (drain->count() > 0) cli = *drain_timeout_s;

@@ -100,7 +100,8 @@ class Exchange : public InFlightRequest, public std::enable_shared_from_this<Exc
   // object is answered 502 in Anthropic's error shape, as on the translated path.
   void RelayWholeBody();
   // A streamed upstream answer to a non-streamed request could not be rebuilt (error
-  // event, cut stream): nothing was sent yet, so 502 in the front's error shape.
+  // event, malformed chunk, incomplete stream: StreamAssembler::Finish): nothing was sent
+  // yet, so 502 in the front's error shape, counted as an error.
   void FailAssembly(const Status& s);
 
   std::shared_ptr<GatewayContext> ctx_;

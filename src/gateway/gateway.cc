@@ -8,6 +8,7 @@
 #include <boost/json/value.hpp>
 #include <chrono>
 #include <map>
+#include <string_view>
 
 #include "gateway/anthropic/handler.h"
 #include "gateway/anthropic/messages_request.h"
@@ -22,6 +23,13 @@ namespace json = boost::json;
 
 namespace {
 
+// /v1/messages and the paths under it (the Anthropic Messages API's front).
+bool IsAnthropicPath(std::string_view path) {
+  constexpr std::string_view kMessages = "/v1/messages";
+  return path.starts_with(kMessages) &&
+         (path.size() == kMessages.size() || path[kMessages.size()] == '/');
+}
+
 // 405 Method Not Allowed (RFC 9110 15.5.6) for a known path and a method it has no route
 // for: `Allow` lists the path's methods; the body is in the path's API error shape
 // (Anthropic's for /v1/messages, OpenAI's elsewhere, `code` 405 as for every OpenAI error
@@ -32,7 +40,7 @@ void SendMethodNotAllowed(const http::Request& r, const std::string& allow,
       "Method " + r.method + " is not allowed for " + r.path + "; allowed: " + allow + ".";
   http::Headers extra;
   extra.Add("Allow", allow);
-  if (r.path == "/v1/messages") {
+  if (IsAnthropicPath(r.path)) {
     return w.Send(405, "application/json",
                   anthropic::ErrorBody(anthropic::ErrorType(ErrorCode::kInvalidArgument), message),
                   std::move(extra));
@@ -64,11 +72,12 @@ Result<uint16_t> Gateway::Start() {
   options.max_body_bytes = ctx_->config.max_body_bytes;
   server_ = std::make_unique<http::Server>(io_, options);
   auto ctx = ctx_;
-  // Every route goes through `route`, which also records the path's methods for 405.
-  std::map<std::string, std::string> allowed;  // path -> "GET, POST"
+  // Every route goes through `route`, which also records the path's methods for 405
+  // (a GET route serves HEAD too: http::Server answers it without the body).
+  std::map<std::string, std::string> allowed;  // path -> "GET, HEAD"
   auto route = [&](std::string method, std::string path, http::Handler handler) {
     std::string& allow = allowed[path];
-    allow += (allow.empty() ? "" : ", ") + method;
+    allow += (allow.empty() ? "" : ", ") + method + (method == "GET" ? ", HEAD" : "");
     server_->Route(std::move(method), std::move(path), std::move(handler));
   };
   route("POST", "/v1/chat/completions", [ctx](http::Request r, auto w) {
@@ -106,14 +115,19 @@ Result<uint16_t> Gateway::Start() {
     w->Send(200, "text/plain; version=0.0.4; charset=utf-8", ctx->stats.Exposition());
   });
   route("GET", "/debug/decisions", [ctx](http::Request r, auto w) { ServeDecisions(*ctx, r, *w); });
-  // No route for the method and path: 405 on a known path, else 404 (OpenAI shape; what
-  // http::Server answers without a fallback).
+  // No route for the method and path: 405 on a known path, else 404: Anthropic's shape
+  // for /v1/messages and paths under it (e.g. /v1/messages/count_tokens, which the
+  // Anthropic SDK calls), OpenAI's elsewhere (what http::Server answers without a fallback).
   server_->SetFallback([allowed = std::move(allowed)](http::Request r, auto w) {
     if (auto it = allowed.find(r.path); it != allowed.end()) {
       return SendMethodNotAllowed(r, it->second, *w);
     }
-    http::SendOpenAiError(*w,
-                          Status(ErrorCode::kNotFound, "Not found: " + r.method + " " + r.path));
+    const Status not_found(ErrorCode::kNotFound, "Not found: " + r.method + " " + r.path);
+    if (IsAnthropicPath(r.path)) {
+      return w->Send(anthropic::ErrorHttpStatus(not_found.code()), "application/json",
+                     anthropic::ErrorBody(not_found));
+    }
+    http::SendOpenAiError(*w, not_found);
   });
   auto port = server_->Start();
   if (!port.ok()) return port;

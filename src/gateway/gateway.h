@@ -6,7 +6,9 @@
 // Messages API, translated to a chat completion; see anthropic/handler.h), GET /v1/models
 // (configured models, OpenAI list shape), GET /health (200 with the healthy endpoint count; 503
 // when none is healthy), GET /metrics (Prometheus text), GET /debug/decisions (recent
-// policy decisions as JSON; docs/policy.md).
+// policy decisions as JSON; docs/policy.md). HEAD works wherever GET does (no body);
+// another method on a known path gets 405 with `Allow`; other paths 404, in Anthropic's
+// error shape under /v1/messages/, OpenAI's elsewhere.
 //
 // Graceful drain (Drain; SIGTERM/SIGINT in cli.cc, for Kubernetes rolling updates): new
 // connections are refused at once, in-flight requests finish, new requests on kept-alive

@@ -38,8 +38,13 @@
 //    the one non-streamed object rebuilt from them (StreamAssembler; the /v1/messages
 //    front translates it as any whole chat completion). An upstream error status is
 //    relayed as for any non-streamed request (retried under the same rules, a 200 whose
-//    connection drops before any body byte included); an error event or a stream cut
-//    before [DONE] is answered 502 in the front's error shape, never a truncated 200.
+//    connection drops before any body byte included); an error event, a malformed chunk
+//    or an incomplete stream (StreamAssembler::Finish: no choice, an unfinished choice,
+//    or neither [DONE] nor usage) is answered 502 in the front's error shape, never a
+//    truncated 200; an upstream connection lost mid-response is answered 503, as for a
+//    non-streamed upstream; request_timeout_s (a provider's timeout_s) bounds the whole
+//    upstream call, dispatch to end of stream, which is then cancelled (vLLM aborts the
+//    request) and answered 504, as when the upstream sent its answer whole.
 //    Anthropic providers always get the request as the client sent it;
 //  - a client disconnect cancels the upstream call and reports Outcome::kCancelled;
 //  - routed responses carry x-kinference-endpoint, x-kinference-strategy and

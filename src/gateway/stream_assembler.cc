@@ -6,6 +6,7 @@
 #include <boost/json/value.hpp>
 #include <ctime>
 #include <optional>
+#include <string>
 #include <utility>
 
 namespace kinference::gateway {
@@ -279,13 +280,19 @@ bool StreamAssembler::failed() const { return s_->error.has_value(); }
 Result<std::string> StreamAssembler::Finish() const {
   const State& s = *s_;
   if (s.error) return Status(ErrorCode::kUnavailable, *s.error);
-  if (!s.done) {
-    bool finished = !s.choices.empty();
-    for (const auto& [i, c] : s.choices) finished = finished && !c.finish_reason.is_null();
-    if (!finished) {
+  // Complete: some choice arrived and every one finished; without [DONE], the usage chunk
+  // (include_usage is forced, so a clean stream has it) must have arrived too.
+  if (s.choices.empty()) {
+    return Status(ErrorCode::kUnavailable, "upstream stream ended without any choice");
+  }
+  for (const auto& [i, c] : s.choices) {
+    if (c.finish_reason.is_null()) {
       return Status(ErrorCode::kUnavailable,
-                    "upstream stream ended before [DONE] with an unfinished choice");
+                    "upstream stream ended with choice " + std::to_string(i) + " unfinished");
     }
+  }
+  if (!s.done && s.usage.is_null()) {
+    return Status(ErrorCode::kUnavailable, "upstream stream ended without usage or [DONE]");
   }
   const bool chat = s.kind == ApiKind::kChatCompletions;
   json::object out;

@@ -32,9 +32,12 @@
 // gateway then forwards them as the client sent them.
 //
 // Errors (Result/Status, never thrown): an error event (`{"error": {...}}` or vLLM's
-// `{"object": "error", ...}`), a chunk that is not a JSON object, or a stream that ended
-// before [DONE] with a choice unfinished (or no choice at all) make Finish return
-// kUnavailable with a message; the gateway answers it 502 in the front's shape.
+// `{"object": "error", ...}`), a chunk that is not a JSON object, or an incomplete stream
+// make Finish return kUnavailable with a message; the gateway answers it 502 in the
+// front's shape. A stream is complete only if at least one choice arrived and every
+// choice has a non-null finish_reason, [DONE] or not (a truncated stream may still end
+// with [DONE]); a stream without [DONE] must also have carried usage (include_usage is
+// forced, so a clean stream has it; a provider that omits [DONE] but sends usage passes).
 //
 // Thread-safety: pure code; one assembler per request, not shared.
 #pragma once

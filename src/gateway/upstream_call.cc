@@ -96,6 +96,10 @@ Result<UpstreamCall> BuildUpstreamCall(const GatewayConfig& config, const Endpoi
   call.connect_timeout_s = std::min(kConnectTimeoutS, timeout_s);
   call.header_timeout_s = timeout_s;
   call.idle_timeout_s = timeout_s;
+  // A non-streamed request bounds its whole upstream call, as when vLLM sent its head only
+  // with the whole answer (the header timeout did it): streamed upstream, the head comes
+  // at once and only the idle timeout between chunks would apply.
+  if (out.assembled) call.total_timeout_s = timeout_s;
   return out;
 }
 

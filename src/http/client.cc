@@ -87,7 +87,8 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
         request_(std::move(request)),
         callbacks_(std::move(callbacks)),
         resolver_(ex),
-        timer_(ex) {
+        timer_(ex),
+        total_timer_(ex) {
     if (request_.reuse_connection) pool_ = detail::ConnectionPool::For(ex_);
     beast::error_code ec;
     asio::ip::make_address(request_.host, ec);
@@ -110,6 +111,7 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
 
   void Start() {
     if (done_ || cancelled_) return;
+    ArmTotalTimer();
     if (pool_ != nullptr) {
       if (auto conn = pool_->Take(key_)) {
         conn_ = std::move(conn);
@@ -318,12 +320,27 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
     });
   }
 
+  // The whole-call deadline (ClientRequest::total_timeout_s), armed once at Start.
+  void ArmTotalTimer() {
+    if (request_.total_timeout_s <= 0) return;
+    total_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(request_.total_timeout_s)));
+    total_timer_.async_wait(Bind([self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->done_) return;
+      self->timed_out_ = true;
+      self->CloseAll();
+    }));
+  }
+
   void Fail(beast::error_code ec, const std::string& what) {
     if (cancelled_) return Complete(Status(ErrorCode::kCancelled, "cancelled"));
     // A reused connection the server closed meanwhile (its keep-alive timeout raced our
-    // request): once, on a new connection, and only before any response byte arrived.
-    if (reused_ && !retried_ && !timed_out_ && (what == "write" || what == "read header") &&
-        buffer_.size() == 0 && (!parser_ || !parser_->got_some()) && IsStaleConnectionError(ec)) {
+    // request): once, on a new connection, and only before any response byte arrived;
+    // after the request was written, only an idempotent one (client.h).
+    const bool idempotent = request_.method == "GET" || request_.method == "HEAD";
+    if (reused_ && !retried_ && !timed_out_ &&
+        (what == "write" || (what == "read header" && idempotent)) && buffer_.size() == 0 &&
+        (!parser_ || !parser_->got_some()) && IsStaleConnectionError(ec)) {
       retried_ = true;
       if (pool_ != nullptr) pool_->CountStaleRetry();
       CloseAll();
@@ -371,6 +388,7 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
     done_ = true;
     ++timer_generation_;
     timer_.cancel();
+    total_timer_.cancel();
     if (double idle_s = ReusableFor(status); idle_s > 0) {
       resolver_.cancel();
       pool_->Put(key_, std::move(conn_), idle_s);
@@ -393,6 +411,7 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
   std::shared_ptr<detail::Connection> conn_;  // null once handed back to the pool
   asio::steady_timer timer_;
   uint64_t timer_generation_ = 0;
+  asio::steady_timer total_timer_;  // ClientRequest::total_timeout_s
   bhttp::request<bhttp::string_body> req_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser_;

@@ -25,10 +25,16 @@
 //   runs on uvicorn, and http::Server's keep_alive_timeout_s default mirrors it), so that
 //   we close first rather than racing the server's close with a new request. A server's
 //   `Keep-Alive: timeout=N` header lowers it to N - 1.
-// - A reused connection the server closed meanwhile: when writing the request or waiting
-//   for the first response byte fails with EOF, reset or broken pipe before any response
-//   byte arrived, the call is retried once, transparently, on a new connection. Never
-//   after a response byte arrived.
+// - A reused connection the server closed meanwhile: when writing the request fails with
+//   EOF, reset or broken pipe (the server cannot have read all of it), the call is retried
+//   once, transparently, on a new connection. When the request was written and the wait
+//   for the first response byte fails that way, only GET and HEAD are retried: a POST may
+//   have been received and worked on (billed, by a provider) before the connection
+//   dropped, so it fails with kUnavailable and the caller's retry policy decides (Go's
+//   net/http Transport does the same: it replays a written request only when it is
+//   idempotent). Never after a response byte arrived. The idle watch and a peek before
+//   reuse discard connections the server closed while idle, which leaves that race to
+//   the moment of reuse.
 // - Opt out per request with ClientRequest::reuse_connection = false (a new connection,
 //   closed after the response, exactly as before pooling). FetchSync never pools.
 // - Idle connections are not io_context work: run() still returns once the calls are done.
@@ -60,6 +66,11 @@ struct ClientRequest {
   double header_timeout_s = 0;
   // Longest silence allowed while reading the body (0: none).
   double idle_timeout_s = 0;
+  // Deadline for the whole call, from StartCall to the end of the body, connect and a
+  // stale-connection retry included (0: none). It runs alongside the timeouts above; on
+  // expiry the connection is closed (a server sees the client leave) and the call
+  // completes with kDeadlineExceeded, like the others.
+  double total_timeout_s = 0;
   bool tls = false;     // https
   std::string ca_file;  // PEM CA bundle to trust instead of the system store (tls only)
   // Take an idle connection from the pool and give the connection back after a clean

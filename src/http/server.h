@@ -5,7 +5,10 @@
 // with 413 and an OpenAI-shaped error body, malformed HTTP with 400, unknown paths with
 // 404 (fallback handler if set); a handler learns that its client went away through
 // ResponseWriter::OnClose (a streaming response keeps reading the socket to notice EOF);
-// nothing a client sends can crash the process.
+// nothing a client sends can crash the process. HEAD (RFC 9110 section 9.3.2): a path
+// with a GET route and no HEAD route answers HEAD through the GET handler (Request::method
+// stays "HEAD"), and no response to a HEAD request carries a body: its status and headers
+// (Content-Length included) are what GET would get.
 //
 // Thread-safety: the Server and every ResponseWriter live on one io_context; call all
 // methods from its thread(s) (use asio::post to get there). Handlers run on it.
@@ -86,6 +89,7 @@ class Server {
   Server(boost::asio::io_context& io, ServerOptions options);
   ~Server();
   // Exact-path routes; later routes with the same method and path replace earlier ones.
+  // A GET route also serves HEAD (without the body) unless a HEAD route is set.
   void Route(std::string method, std::string path, Handler handler);
   // For requests no route matches (default: 404 OpenAI-shaped error).
   void SetFallback(Handler handler);

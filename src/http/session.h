@@ -10,6 +10,11 @@
 // response with Content-Length, or a head with Transfer-Encoding: chunked followed by
 // chunks (RFC 9112 section 7.1) and the terminating zero chunk.
 //
+// HEAD (RFC 9110 section 9.3.2): a HEAD request with no HEAD route runs the path's GET
+// handler (ServerCore::FindHandler); whatever answers it (that handler, the fallback, or
+// the server's own 404/413/503/500), Queue passes on only the response's head, so the
+// status and headers (Content-Length included) are GET's and no body byte is sent.
+//
 // TLS (ServerOptions::tls_cert_file): the same Session over an ssl::stream on the socket,
 // after a server handshake; a failed handshake just closes the connection.
 //
@@ -78,6 +83,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   const Handler* FindHandler(const std::string& method, const std::string& path) const {
     auto it = routes_.find({method, path});
     if (it != routes_.end()) return &it->second;
+    if (method == "HEAD") {  // HEAD is GET without the body (RFC 9110 section 9.3.2)
+      it = routes_.find({"GET", path});
+      if (it != routes_.end()) return &it->second;
+    }
     return fallback_ ? &fallback_ : nullptr;
   }
 
@@ -122,9 +131,20 @@ class Session : public std::enable_shared_from_this<Session> {
     asio::post(socket_.get_executor(), [self = shared_from_this()] { self->ClientGone(); });
   }
 
-  // Writer side: queues response bytes; `last` marks the end of the response.
+  // Writer side: queues response bytes; `last` marks the end of the response. The
+  // first call of a response starts with its whole head (FormatHead); for a HEAD request
+  // only that head goes out.
   void Queue(std::string bytes, bool last) {
     if (closed_) return;
+    if (head_only_) {
+      if (head_queued_) {
+        bytes.clear();
+      } else if (size_t end = bytes.find("\r\n\r\n"); end != std::string::npos) {
+        bytes.resize(end + 4);
+        head_queued_ = true;
+      }
+      if (bytes.empty() && !last) return;
+    }
     out_.push_back(std::move(bytes));
     if (last) response_done_ = true;
     if (!writing_) DoWrite();
@@ -147,6 +167,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void ReadRequest() {
     if (closed_) return;
+    head_only_ = false;
+    head_queued_ = false;
     awaiting_header_ = true;
     ArmIdleTimer();
     parser_.emplace();
@@ -183,6 +205,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
       Queue("HTTP/1.1 100 Continue\r\n\r\n", false);
     }
+    // From here on every response to this request is a HEAD response (no body).
+    head_only_ = req.method() == bhttp::verb::head;
     awaiting_body_ = true;
     ArmIdleTimer(server_->options_.body_timeout_s);
     WithStream([this](auto& stream) {
@@ -197,6 +221,16 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void OnReadError(beast::error_code ec) {
+    // E.g. a HEAD whose Content-Length is over the limit: the 413 gets no body either.
+    // A Content-Length over the limit can fail the header read itself, before the parser
+    // exposes the method: the request line is still at the front of the buffer then.
+    if (parser_ && parser_->get().method() == bhttp::verb::head) head_only_ = true;
+    const auto pending = buffer_.data();
+    if (parser_ && !parser_->is_header_done() &&
+        std::string_view(static_cast<const char*>(pending.data()), pending.size())
+            .starts_with("HEAD ")) {
+      head_only_ = true;
+    }
     if (ec == bhttp::error::body_limit) {
       return SendErrorAndClose(
           Status(ErrorCode::kPayloadTooLarge, "Request body exceeds the limit of " +
@@ -370,6 +404,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool awaiting_header_ = false;
   uint64_t idle_generation_ = 0;
   bool response_done_ = false;
+  bool head_only_ = false;    // the request is a HEAD: Queue sends the head only
+  bool head_queued_ = false;  // head_only_: the response's head was queued
   bool keep_alive_ = true;
   bool closed_ = false;
   bool in_request_ = false;

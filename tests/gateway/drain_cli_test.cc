@@ -6,10 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/Error.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "testing/process.h"
 
@@ -55,6 +59,24 @@ class DrainCliTest : public ::testing::Test {
     return ss.str();
   }
 
+  // Runs the gateway with `flags`, expecting it to refuse them and exit at once (bounded
+  // by timeout(1): a gateway that accepted them would serve until killed, exit 124);
+  // returns its exit code and its stderr.
+  std::pair<int, std::string> RunExpectingExit(const std::string& flags) {
+    std::string config = dir_ + "/gateway.yaml";
+    std::ofstream(config) << "listen: {address: 127.0.0.1, port: 0}\n"
+                          << "pools: [{name: p, model: m, endpoints: [\"http://127.0.0.1:1\"]}]\n";
+    std::string cmd = "timeout -k 5 20 '" + kinference::testing::KinferenceBin() +
+                      "' gateway --config '" + config + "' " + flags + " 2>&1 >/dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr) return {-1, "popen failed"};
+    std::string out;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    int status = pclose(p);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  }
+
   std::string dir_;
 };
 
@@ -76,6 +98,28 @@ TEST_F(DrainCliTest, FlagGivenOverridesTheConfig) {
   EXPECT_NE(log.find("draining (up to 30 s)"), std::string::npos) << log;
   log = RunAndDrain("drain_timeout_s: 7.5\n", "--drain-timeout-s 0");
   EXPECT_NE(log.find("draining (up to 0 s)"), std::string::npos) << log;
+}
+
+// --drain-timeout-s is checked as the config's drain_timeout_s: finite, >= 0, at most one
+// week (604800 s), with the config's messages; a bad value is a CLI usage error (CLI11's
+// ValidationError exit code, as for any refused option value), before anything starts.
+TEST_F(DrainCliTest, FlagIsValidatedLikeTheConfigKey) {
+  const int usage_error = static_cast<int>(CLI::ExitCodes::ValidationError);
+  for (auto [value, message] : std::vector<std::pair<std::string, std::string>>{
+           {"nan", "must be >= 0"},
+           {"-1", "must be >= 0"},
+           {"inf", "must be finite"},
+           {"1e12", "must be at most 604800 s (one week)"},
+           {"1e10", "must be at most 604800 s (one week)"},
+           {"604800.5", "must be at most 604800 s (one week)"}}) {
+    auto [code, out] = RunExpectingExit("--drain-timeout-s " + value);
+    EXPECT_EQ(code, usage_error) << value << ": " << out;
+    EXPECT_NE(out.find("--drain-timeout-s: " + message), std::string::npos) << value << ": " << out;
+    EXPECT_EQ(out.find("17976931348623157"), std::string::npos) << out;  // no DBL_MAX
+  }
+  // The bounds themselves are fine.
+  std::string log = RunAndDrain("", "--drain-timeout-s 604800");
+  EXPECT_NE(log.find("draining (up to 604800 s)"), std::string::npos) << log;
 }
 
 }  // namespace

@@ -6,7 +6,10 @@
 #include <boost/json.hpp>
 #include <future>
 #include <optional>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "fake_upstream.h"
 #include "gateway/gateway.h"
@@ -401,8 +404,8 @@ TEST_F(ProxyTest, WrongMethodOnKnownPathIs405WithAllow) {
   };
   openai("GET", "/v1/chat/completions", "POST");
   openai("PUT", "/v1/completions", "POST");
-  openai("POST", "/v1/models", "GET");
-  openai("DELETE", "/health", "GET");
+  openai("POST", "/v1/models", "GET, HEAD");
+  openai("DELETE", "/health", "GET, HEAD");
   // /v1/messages: Anthropic's shape.
   auto messages = Call("DELETE", "/v1/messages");
   EXPECT_EQ(messages.status, 405);
@@ -422,6 +425,99 @@ TEST_F(ProxyTest, WrongMethodOnKnownPathIs405WithAllow) {
   EXPECT_EQ(Call("GET", "/v1/models").status, 200);
   EXPECT_EQ(Post(kChat).status, 200);
   EXPECT_EQ(fake.requests(), 1);
+}
+
+// Sends `bytes` on one connection to `port` and reads until the server closes it.
+std::string RawExchange(uint16_t port, const std::string& bytes) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket s(io);
+  s.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  boost::asio::write(s, boost::asio::buffer(bytes));
+  std::string got;
+  char buf[4096];
+  boost::system::error_code ec;
+  while (!ec) {
+    size_t n = s.read_some(boost::asio::buffer(buf), ec);
+    got.append(buf, n);
+  }
+  return got;
+}
+
+// Splits off the first response's head (through the blank line) from what follows.
+std::string TakeHead(std::string& rest) {
+  size_t end = rest.find("\r\n\r\n");
+  if (end == std::string::npos) return std::exchange(rest, "");
+  std::string head = rest.substr(0, end + 4);
+  rest.erase(0, end + 4);
+  return head;
+}
+
+// HEAD (RFC 9110 9.3.2) on one kept-alive connection: GET routes answer it with GET's
+// status and headers and no body; a POST-only path answers 405 with `Allow: POST` and no
+// body; the GET that follows is intact (a body on a HEAD response would desync it).
+TEST_F(ProxyTest, HeadIsGetWithoutBodyAndNeverCarriesOne) {
+  auto& fake = AddFake(FakeMode::kOk);
+  StartGateway({Url(fake.port())});
+  auto get_health = Call("GET", "/health");
+  auto get_models = Call("GET", "/v1/models");
+  std::string rest = RawExchange(port_,
+                                 "HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n"
+                                 "HEAD /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+                                 "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+                                 "HEAD /debug/decisions HTTP/1.1\r\nHost: x\r\n\r\n"
+                                 "HEAD /v1/chat/completions HTTP/1.1\r\nHost: x\r\n\r\n"
+                                 "HEAD /v1/messages/count_tokens HTTP/1.1\r\nHost: x\r\n\r\n"
+                                 "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string all = rest;
+  std::string health = TakeHead(rest);
+  EXPECT_EQ(health.rfind("HTTP/1.1 200", 0), 0u) << all;
+  EXPECT_NE(health.find("Content-Length: " + std::to_string(get_health.body.size()) + "\r\n"),
+            std::string::npos)
+      << health;
+  std::string models = TakeHead(rest);
+  EXPECT_EQ(models.rfind("HTTP/1.1 200", 0), 0u) << all;
+  EXPECT_NE(models.find("Content-Length: " + std::to_string(get_models.body.size()) + "\r\n"),
+            std::string::npos)
+      << models;
+  EXPECT_EQ(TakeHead(rest).rfind("HTTP/1.1 200", 0), 0u) << all;  // /metrics
+  EXPECT_EQ(TakeHead(rest).rfind("HTTP/1.1 200", 0), 0u) << all;  // /debug/decisions
+  std::string chat = TakeHead(rest);
+  EXPECT_EQ(chat.rfind("HTTP/1.1 405", 0), 0u) << all;
+  EXPECT_NE(chat.find("Allow: POST\r\n"), std::string::npos) << chat;
+  EXPECT_EQ(TakeHead(rest).rfind("HTTP/1.1 404", 0), 0u) << all;
+  // Then the GET, whole.
+  std::string get = TakeHead(rest);
+  EXPECT_EQ(get.rfind("HTTP/1.1 200", 0), 0u) << all;
+  EXPECT_EQ(rest, get_health.body) << all;
+  EXPECT_EQ(fake.requests(), 0);
+}
+
+// Paths under /v1/messages/ (count_tokens, batches, ...) are the Anthropic front's: their
+// 404 is in Anthropic's error shape (the Anthropic SDK surfaces other shapes raw).
+TEST_F(ProxyTest, UnknownPathsUnderMessagesAre404InAnthropicShape) {
+  auto& fake = AddFake(FakeMode::kOk);
+  StartGateway({Url(fake.port())});
+  for (auto [method, path] :
+       std::vector<std::pair<std::string, std::string>>{{"POST", "/v1/messages/count_tokens"},
+                                                        {"GET", "/v1/messages/batches"},
+                                                        {"POST", "/v1/messages/"},
+                                                        {"GET", "/v1/messages/batches/abc?x=1"}}) {
+    auto r = Call(method, path, method == "POST" ? "{}" : "");
+    EXPECT_EQ(r.status, 404) << method << " " << path << ": " << r.body;
+    EXPECT_TRUE(r.headers.Find("allow").empty()) << path;
+    auto body = json::parse(r.body).as_object();
+    EXPECT_EQ(body.at("type").as_string(), "error") << r.body;
+    EXPECT_EQ(body.at("error").at("type").as_string(), "not_found_error") << r.body;
+    EXPECT_NE(body.at("error").at("message").as_string().find(path.substr(0, path.find('?'))),
+              std::string::npos)
+        << r.body;
+  }
+  // Only /v1/messages followed by "/" (or nothing): other paths keep OpenAI's shape.
+  auto other = Call("POST", "/v1/messagesx", "{}");
+  EXPECT_EQ(other.status, 404);
+  EXPECT_EQ(json::parse(other.body).at("error").at("type").as_string(), "not_found_error");
+  EXPECT_EQ(json::parse(other.body).at("error").at("code").as_int64(), 404);
+  EXPECT_EQ(fake.requests(), 0);
 }
 
 }  // namespace

@@ -126,10 +126,51 @@ TEST(StreamAssemblerTest, CompletionsTextAndLogprobsConcatenated) {
   EXPECT_EQ(got, want) << json::serialize(got);
 }
 
-TEST(StreamAssemblerTest, FinishedWithoutDoneIsComplete) {
+// A provider that omits [DONE] but sends usage (include_usage is forced) is complete.
+TEST(StreamAssemblerTest, FinishedWithUsageWithoutDoneIsComplete) {
   StreamAssembler a(ApiKind::kChatCompletions);
   a.Add(ChatChunk(R"([{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}])"));
-  EXPECT_TRUE(a.Finish().ok());
+  a.Add(kUsageChunk);
+  auto r = a.Finish();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(json::parse(*r).at("usage").at("total_tokens"), 14);
+}
+
+// Complete only if a choice arrived and every choice finished; without [DONE], usage too.
+// Each of these used to become a 200.
+TEST(StreamAssemblerTest, IncompleteStreamsFailEvenWithDone) {
+  auto fails = [](ApiKind kind, const std::vector<std::string>& events, const char* what) {
+    StreamAssembler a(kind);
+    for (const auto& e : events) a.Add(e);
+    auto r = a.Finish();
+    ASSERT_FALSE(r.ok()) << what;
+    EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable) << what;
+    EXPECT_FALSE(a.failed()) << what;  // not an error event: an incomplete stream
+  };
+  const auto chat = ApiKind::kChatCompletions;
+  fails(chat,
+        {ChatChunk(R"([{"index":0,"delta":{"role":"assistant","content":"Hel"},)"
+                   R"("finish_reason":null}])"),
+         "[DONE]"},
+        "one unfinished content chunk, then [DONE]");
+  fails(chat,
+        {ChatChunk(R"([{"index":0,"delta":{"content":"Hel"},"finish_reason":null}])"), kUsageChunk,
+         "[DONE]"},
+        "unfinished, with usage and [DONE]");
+  fails(chat, {"[DONE]"}, "only [DONE]");
+  fails(chat, {kUsageChunk, "[DONE]"}, "usage and [DONE], no choice");
+  fails(chat, {ChatChunk(R"([{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}])")},
+        "finished, then a clean end without usage or [DONE]");
+  fails(chat,
+        {ChatChunk(R"([{"index":0,"delta":{},"finish_reason":"stop"},)"
+                   R"({"index":1,"delta":{"content":"y"},"finish_reason":null}])"),
+         kUsageChunk, "[DONE]"},
+        "n=2, choice 1 unfinished, [DONE]");
+  fails(ApiKind::kCompletions,
+        {R"({"id":"cmpl-1","object":"text_completion","created":5,"model":"m",)"
+         R"("choices":[{"index":0,"text":"Hel","logprobs":null,"finish_reason":null}]})",
+         "[DONE]"},
+        "completions: unfinished, then [DONE]");
 }
 
 TEST(StreamAssemblerTest, ErrorsAndCutStreamsFail) {

@@ -1,14 +1,21 @@
 // Non-streamed client requests streamed upstream (upstream_streaming: always, the default)
 // against an in-process scripted vLLM that answers the same request streamed or whole:
 // the upstream sees stream=true, the client gets one object equal to the whole answer,
-// TTFT is observed; errors mid-stream are 502 in the front's shape; `as_requested` and
-// requests a stream cannot answer faithfully go upstream as the client sent them.
+// TTFT is observed; errors mid-stream and incomplete streams ([DONE] or not) are 502 in
+// the front's shape, a connection lost mid-stream 503, and request_timeout_s bounds the
+// whole call (504, as in as_requested); `as_requested` and requests a stream cannot
+// answer faithfully go upstream as the client sent them.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/json.hpp>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "config_test_util.h"
@@ -101,13 +108,23 @@ const std::string kTextWhole = std::string(R"({
               "logprobs":null,"finish_reason":"stop"}],"usage":)") +
                                kUsage + "}";
 
-enum class Script { kOk, kErrorEvent, kCut, kStatus400 };
+enum class Script {
+  kOk,
+  kErrorEvent,
+  kCut,
+  kStatus400,
+  kUnfinishedThenDone,  // one unfinished content chunk, then [DONE]
+  kOnlyDone,            // [DONE] and nothing else
+  kNoUsageNoDone,       // finished choices, then a clean end: no usage, no [DONE]
+  kDropMidStream,       // two chunks, then the connection is lost (server stops)
+  kSlow,                // a chunk every 50 ms for 3 s, then the end (whole: after 3 s)
+};
 
 // A vLLM stand-in on the harness's io_context: streamed requests get `chunks`, others
 // `whole`; records the request bodies.
 class ScriptedUpstream {
  public:
-  ScriptedUpstream(boost::asio::io_context& io, Script script) : script_(script) {
+  ScriptedUpstream(boost::asio::io_context& io, Script script) : io_(io), script_(script) {
     server_ = std::make_unique<http::Server>(io, http::ServerOptions{});
     server_->Route("POST", "/v1/chat/completions", [this](http::Request r, auto w) {
       Handle(r, w, text_ ? kTextChunks : kChatChunks, text_ ? kTextWhole : kChatWhole);
@@ -123,6 +140,8 @@ class ScriptedUpstream {
   void set_text(bool text) { text_ = text; }  // before the gateway starts
   uint16_t port() const { return port_; }
   void Stop() { server_->Stop(); }
+  // A request's connection was closed by the gateway before its response ended.
+  bool saw_cancel() const { return cancelled_; }
   std::vector<json::object> bodies() const {
     std::lock_guard<std::mutex> lock(mu_);
     return bodies_;
@@ -143,11 +162,35 @@ class ScriptedUpstream {
       return;
     }
     const auto* stream = body.if_contains("stream");
-    if (!stream || !stream->as_bool()) {
+    const bool streamed = stream && stream->as_bool();
+    if (script_ == Script::kSlow) {
+      w->OnClose([this] { cancelled_ = true; });
+      if (streamed) w->StartStream(200, "text/event-stream");
+      return Trickle(w, std::make_shared<boost::asio::steady_timer>(io_), 0,
+                     streamed ? std::string() : whole);
+    }
+    if (!streamed) {
       w->Send(200, "application/json", whole);
       return;
     }
     w->StartStream(200, "text/event-stream");
+    if (script_ == Script::kOnlyDone) {
+      w->Write(http::FormatSse("[DONE]"));
+      return w->End();
+    }
+    if (script_ == Script::kUnfinishedThenDone) {
+      w->Write(http::FormatSse(chunks[0]));
+      w->Write(http::FormatSse(chunks[1]));  // content, finish_reason null
+      w->Write(http::FormatSse("[DONE]"));
+      return w->End();
+    }
+    if (script_ == Script::kDropMidStream) {
+      w->Write(http::FormatSse(chunks[0]));
+      w->Write(http::FormatSse(chunks[1]));
+      auto t = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(100));
+      t->async_wait([this, t](boost::system::error_code) { server_->Stop(); });
+      return;
+    }
     for (size_t i = 0; i < chunks.size(); ++i) {
       if (script_ == Script::kErrorEvent && i == 2) {
         w->Write(http::FormatSse(
@@ -156,13 +199,41 @@ class ScriptedUpstream {
         break;
       }
       if (script_ == Script::kCut && i == 2) break;
+      if (script_ == Script::kNoUsageNoDone &&
+          (chunks[i] == "[DONE]" || chunks[i].find(R"("usage")") != std::string::npos)) {
+        continue;
+      }
       w->Write(http::FormatSse(chunks[i]));
     }
     w->End();
   }
 
+  // kSlow: 60 ticks of 50 ms (3 s). A stream (`whole` empty) gets a content chunk per
+  // tick, then its clean end; a non-streamed request gets `whole` after the last tick.
+  void Trickle(std::shared_ptr<http::ResponseWriter> w,
+               std::shared_ptr<boost::asio::steady_timer> t, int n, std::string whole) {
+    if (w->closed()) return;
+    if (n >= 60) {
+      if (!whole.empty()) return w->Send(200, "application/json", whole);
+      w->Write(http::FormatSse(ChatChunk(R"([{"index":0,"delta":{},"finish_reason":"length"}])")));
+      w->Write(http::FormatSse(ChatChunk(std::string(R"([],"usage":)") + kUsage)));
+      w->Write(http::FormatSse("[DONE]"));
+      return w->End();
+    }
+    if (whole.empty()) {
+      w->Write(http::FormatSse(
+          ChatChunk(R"([{"index":0,"delta":{"content":"x"},"finish_reason":null}])")));
+    }
+    t->expires_after(std::chrono::milliseconds(50));
+    t->async_wait([this, w, t, n, whole = std::move(whole)](boost::system::error_code ec) {
+      if (!ec) Trickle(w, t, n + 1, whole);
+    });
+  }
+
+  boost::asio::io_context& io_;
   Script script_;
   bool text_ = false;
+  std::atomic<bool> cancelled_{false};
   std::unique_ptr<http::Server> server_;
   uint16_t port_ = 0;
   mutable std::mutex mu_;
@@ -174,11 +245,15 @@ const std::string kChat =
     R"({"model":"m","n":2,"messages":[{"role":"user","content":"weather?"}],)"
     R"("tools":[{"type":"function","function":{"name":"get_weather","parameters":{}}}]})";
 const std::string kCmpl = R"({"model":"m","prompt":"say","logprobs":1})";
+const std::string kHi = R"({"model":"m","messages":[{"role":"user","content":"hi"}]})";
+const std::string kMessagesHi =
+    R"({"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}]})";
 
 class UpstreamStreamingTest : public testing::GatewayHarness {
  protected:
   ScriptedUpstream& StartWith(Script script, UpstreamStreaming mode = UpstreamStreaming::kAlways,
-                              bool text = false) {
+                              bool text = false,
+                              const std::function<void(GatewayConfig&)>& tweak = {}) {
     upstream_ = std::make_unique<ScriptedUpstream>(io(), script);
     upstream_->set_text(text);
     ScriptedUpstream* u = upstream_.get();
@@ -188,8 +263,39 @@ class UpstreamStreamingTest : public testing::GatewayHarness {
     c.upstream_streaming = mode;
     c.pools.push_back(PoolConfig{
         "p", "m", {ParseEndpointUrl("http://127.0.0.1:" + std::to_string(u->port()), "test")}});
+    if (tweak) tweak(c);
     Start(c);
     return *u;
+  }
+  // Sum of kinference_requests_total over the series with outcome="`outcome`".
+  double Outcomes(const std::string& outcome) {
+    std::istringstream text(Call("GET", "/metrics").body);
+    double sum = 0;
+    for (std::string line; std::getline(text, line);) {
+      if (line.starts_with("kinference_requests_total{") &&
+          line.find("outcome=\"" + outcome + "\"") != std::string::npos) {
+        sum += std::stod(line.substr(line.rfind(' ') + 1));
+      }
+    }
+    return sum;
+  }
+  // An incomplete stream: 502 api_error on /v1/chat/completions, 502 in Anthropic's shape
+  // on /v1/messages (not a 200 with stop_reason end_turn); both counted as errors.
+  void ExpectIncomplete502() {
+    auto r = Post(kHi);
+    EXPECT_EQ(r.status, 502) << r.body;
+    if (r.status == 502) {
+      EXPECT_EQ(json::parse(r.body).at("error").at("type"), "api_error") << r.body;
+    }
+    auto m = Post(kMessagesHi, {}, "/v1/messages");
+    EXPECT_EQ(m.status, 502) << m.body;
+    if (m.status == 502) {
+      const json::value body = json::parse(m.body);
+      EXPECT_EQ(body.at("type"), "error") << m.body;
+      EXPECT_EQ(body.at("error").at("type"), "api_error") << m.body;
+    }
+    EXPECT_EQ(Outcomes("error"), 2);
+    EXPECT_EQ(Outcomes("success"), 0);
   }
   static bool Streamed(const json::object& body) {
     const auto* s = body.if_contains("stream");
@@ -289,6 +395,88 @@ TEST_F(UpstreamStreamingTest, MessagesFrontGetsWholeAnthropicMessageWithTtft) {
   ASSERT_EQ(up.bodies().size(), 1u);
   EXPECT_TRUE(Streamed(up.bodies()[0]));
   EXPECT_EQ(Metric(kTtft), 1);
+}
+
+TEST_F(UpstreamStreamingTest, UnfinishedChoiceThenDoneIs502) {
+  StartWith(Script::kUnfinishedThenDone, UpstreamStreaming::kAlways, /*text=*/true);
+  ExpectIncomplete502();
+}
+
+TEST_F(UpstreamStreamingTest, OnlyDoneIs502) {
+  StartWith(Script::kOnlyDone, UpstreamStreaming::kAlways, /*text=*/true);
+  ExpectIncomplete502();
+}
+
+TEST_F(UpstreamStreamingTest, FinishedWithoutUsageOrDoneIs502) {
+  StartWith(Script::kNoUsageNoDone, UpstreamStreaming::kAlways, /*text=*/true);
+  ExpectIncomplete502();
+}
+
+// A connection lost mid-response answers 503, as for a non-streamed upstream.
+TEST_F(UpstreamStreamingTest, ConnectionLostMidStreamIs503) {
+  StartWith(Script::kDropMidStream, UpstreamStreaming::kAlways, /*text=*/true);
+  auto r = Post(kHi);
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_TRUE(json::parse(r.body).at("error").is_object()) << r.body;
+}
+
+// request_timeout_s (1 model second at time_scale 4: 0.25 s) against an upstream that
+// needs 3 s: both modes answer the same 504 long before the upstream would end, and the
+// upstream sees the gateway leave (vLLM aborts the request).
+class UpstreamTimeoutTest : public UpstreamStreamingTest {
+ protected:
+  struct Answer {
+    http::Response chat, messages;
+    double chat_s = 0;
+  };
+  Answer Run(UpstreamStreaming mode) {
+    auto& up = StartWith(Script::kSlow, mode, /*text=*/true, [](GatewayConfig& c) {
+      c.time_scale = 4;
+      c.request_timeout_s = 1;
+    });
+    Answer a;
+    auto start = std::chrono::steady_clock::now();
+    a.chat = Post(kHi);
+    a.chat_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    a.messages = Post(kMessagesHi, {}, "/v1/messages");
+    for (int i = 0; i < 100 && !up.saw_cancel(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(up.saw_cancel());
+    EXPECT_EQ(up.bodies().size(), 2u);  // a timeout is not retried
+    EXPECT_EQ(Outcomes("error"), 2);
+    EXPECT_EQ(Outcomes("success"), 0);
+    return a;
+  }
+  static void ExpectTimeout504(const Answer& a) {
+    EXPECT_EQ(a.chat.status, 504) << a.chat.body;
+    EXPECT_LT(a.chat_s, 2.0);
+    if (a.chat.status == 504) {
+      const json::value e = json::parse(a.chat.body).at("error");
+      EXPECT_EQ(e.at("type"), "timeout_error") << a.chat.body;
+      EXPECT_EQ(e.at("code"), 504) << a.chat.body;
+      const std::string message(e.at("message").as_string());
+      EXPECT_TRUE(message.starts_with("upstream ")) << message;
+      EXPECT_NE(message.find(": timed out ("), std::string::npos) << message;
+    }
+    EXPECT_EQ(a.messages.status, 504) << a.messages.body;
+    if (a.messages.status == 504) {
+      const json::value body = json::parse(a.messages.body);
+      EXPECT_EQ(body.at("type"), "error") << a.messages.body;
+      EXPECT_EQ(body.at("error").at("type"), "timeout_error") << a.messages.body;
+    }
+  }
+};
+
+TEST_F(UpstreamTimeoutTest, RequestTimeoutBoundsTheWholeStreamedCall) {
+  Answer a = Run(UpstreamStreaming::kAlways);
+  ExpectTimeout504(a);
+  EXPECT_TRUE(Streamed(upstream_->bodies()[0]));
+}
+
+TEST_F(UpstreamTimeoutTest, AsRequestedAnswersTheSame504) {
+  Answer a = Run(UpstreamStreaming::kAsRequested);
+  ExpectTimeout504(a);
+  EXPECT_FALSE(Streamed(upstream_->bodies()[0]));
 }
 
 // upstream_streaming: always (default) | as_requested; anything else names the key.

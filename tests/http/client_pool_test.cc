@@ -285,6 +285,24 @@ TEST(ClientPoolTest, StaleReusedConnectionIsRetriedOnANewOne) {
   EXPECT_EQ(GetClientPoolStats(io.get_executor()).stale_retries, 1u);
 }
 
+// A POST the reused connection took in full before dropping may have been worked on (a
+// provider may bill it): it is not sent again; the caller gets the error and its own
+// retry policy decides.
+TEST(ClientPoolTest, WrittenPostIsNotRetriedOnAStaleConnection) {
+  PoolTestServer server;
+  asio::io_context io;
+  ASSERT_TRUE(FetchOn(io, Get(server.port(), "/drop-if-reused")).ok());
+  ClientRequest post = Get(server.port(), "/drop-if-reused");
+  post.method = "POST";
+  post.body = R"({"model":"m","prompt":"hi"})";
+  auto r = FetchOn(io, post);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(server.accepted(), 1);
+  EXPECT_EQ(server.requests(), 2);  // the POST reached the server exactly once
+  EXPECT_EQ(GetClientPoolStats(io.get_executor()).stale_retries, 0u);
+}
+
 TEST(ClientPoolTest, NewConnectionFailureIsNotRetried) {
   PoolTestServer server;
   asio::io_context io;

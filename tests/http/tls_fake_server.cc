@@ -128,6 +128,8 @@ void TlsFakeServer::Serve() {
       res.body() =
           R"(data: {"id":"x","object":"chat.completion.chunk","model":"gpt-test","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},"finish_reason":null}]})"
           "\n\n"
+          R"(data: {"id":"x","object":"chat.completion.chunk","model":"gpt-test","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})"
+          "\n\n"
           R"(data: {"id":"x","object":"chat.completion.chunk","model":"gpt-test","choices":[],"usage":)" +
           usage + "}\n\ndata: [DONE]\n\n";
     } else {
