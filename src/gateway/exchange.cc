@@ -133,7 +133,7 @@ bool Exchange::Abort(const Status& s) {
     call->Cancel();
   }
   if (response_started_) {
-    writer_->Write(StreamErrorBytes(s));
+    writer_->Write(StreamErrorBytes(s, /*abort=*/true));
     writer_->End();
   } else if (codec_) {
     codec_->SendError(*writer_, s, RoutedHeaders());

@@ -86,7 +86,9 @@ class Exchange : public InFlightRequest, public std::enable_shared_from_this<Exc
   // An Anthropic provider's event is first translated into the OpenAI chunks it means.
   void OnUpstreamEvent(const http::SseEvent& ev);
   // The bytes that end a started stream with `err`.
-  std::string StreamErrorBytes(const Status& err);
+  // The final bytes of a stream that ends in `err`: an upstream failure, or `abort` (the
+  // gateway ended the request itself, e.g. a drain timeout).
+  std::string StreamErrorBytes(const Status& err, bool abort = false);
   void OnEvent(const http::SseEvent& ev);
   void OnComplete(Status status);
   // The upstream answered 401/403: it rejected the gateway's own credentials (a

@@ -77,12 +77,15 @@ void Exchange::OnUpstreamEvent(const http::SseEvent& ev) {
   for (const auto& out : decoder_->OnEvent(ev)) OnEvent(out);
 }
 
-std::string Exchange::StreamErrorBytes(const Status& err) {
+std::string Exchange::StreamErrorBytes(const Status& err, bool abort) {
   if (relay_raw_) {
-    const char* type = err.code() == ErrorCode::kDeadlineExceeded ? "timeout_error" : "api_error";
+    const char* type = abort ? anthropic::ErrorType(err.code())
+                       : err.code() == ErrorCode::kDeadlineExceeded ? "timeout_error"
+                                                                    : "api_error";
     return http::FormatSse(anthropic::ErrorBody(type, err.message()), "error");
   }
-  return codec_ ? codec_->OnStreamError(err) : http::FormatSse(http::OpenAiErrorBody(err));
+  if (!codec_) return http::FormatSse(http::OpenAiErrorBody(err));
+  return abort ? codec_->OnAbort(err) : codec_->OnStreamError(err);
 }
 
 void Exchange::OnEvent(const http::SseEvent& ev) {

@@ -99,6 +99,9 @@ class ResponseCodec {
   virtual std::string OnEnd() = 0;
   // The upstream call failed after the response began: the final bytes.
   virtual std::string OnStreamError(const Status& status) = 0;
+  // The gateway ended the request itself after the response began (AbortInFlight, e.g. a
+  // drain timeout): the final bytes.
+  virtual std::string OnAbort(const Status& status) { return OnStreamError(status); }
   // The stream it wrote ended in an error event (the request then counts as an error).
   virtual bool failed() const { return false; }
   // The gateway model that serves the request (a policy may pick an alternative); called

@@ -349,6 +349,35 @@ TEST_F(ProxyTest, DrainTimeoutEndsStreamWithErrorEvent) {
   drained.get_future().wait();
 }
 
+// The same drain on the Anthropic front: the stream's error event says overloaded_error,
+// as the 529 a non-streamed request aborted by the drain gets (api_error is for an
+// upstream that failed mid-stream).
+TEST_F(ProxyTest, DrainTimeoutEndsAnthropicStreamWithOverloadedError) {
+  auto& hang = AddFake(FakeMode::kHang);
+  StartGateway({Url(hang.port())});
+  http::Headers headers;
+  headers.Add("anthropic-version", "2023-06-01");
+  auto stream = std::async(std::launch::async, [&] {
+    return Post(R"({"model":"m","max_tokens":16,"stream":true,)"
+                R"("messages":[{"role":"user","content":"hello"}]})",
+                headers, "/v1/messages");
+  });
+  for (int i = 0; i < 2000 && hang.requests() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // hang guard, not a bound
+  ASSERT_EQ(hang.requests(), 1);
+  std::promise<void> drained;
+  boost::asio::post(io_, [&] { gateway_->Drain(0.1, [&] { drained.set_value(); }); });
+  auto r = stream.get();
+  EXPECT_EQ(r.status, 200);
+  const size_t at = r.body.rfind("event: error\ndata: ");
+  ASSERT_NE(at, std::string::npos) << r.body;
+  const size_t data = at + std::string("event: error\ndata: ").size();
+  auto error = json::parse(r.body.substr(data, r.body.find('\n', data) - data));
+  EXPECT_EQ(error.at("type"), "error") << r.body;
+  EXPECT_EQ(error.at("error").at("type"), "overloaded_error") << r.body;
+  drained.get_future().wait();
+}
+
 TEST_F(ProxyTest, ScraperMarksEndpointsUnhealthyAndHealthyAgain) {
   auto& fake = AddFake(FakeMode::kOk);
   uint16_t port = fake.port();

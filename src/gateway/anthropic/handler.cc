@@ -30,6 +30,9 @@ class MessagesCodec final : public ResponseCodec {
   std::string OnEvent(const http::SseEvent& event) override { return stream_.OnData(event.data); }
   std::string OnEnd() override { return stream_.OnEnd(); }
   std::string OnStreamError(const Status& status) override { return stream_.OnError(status); }
+  std::string OnAbort(const Status& status) override {
+    return stream_.OnError(status, /*upstream_failure=*/false);
+  }
   bool failed() const override { return stream_.failed(); }
   void SetServedModel(const std::string& model) override {
     ctx_.model = model;

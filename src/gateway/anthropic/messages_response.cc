@@ -270,12 +270,13 @@ std::string StreamTranslator::OnEnd() {
   return out + Error("api_error", "upstream stream ended before the response finished");
 }
 
-std::string StreamTranslator::OnError(const Status& status) {
+std::string StreamTranslator::OnError(const Status& status, bool upstream_failure) {
   if (done_) return {};
   std::string out = started_ ? std::string() : Start("");
   // A failed upstream mid-stream is a server-side error, not a capacity signal.
-  const char* type =
-      status.code() == ErrorCode::kUnavailable ? "api_error" : ErrorType(status.code());
+  const char* type = upstream_failure && status.code() == ErrorCode::kUnavailable
+                         ? "api_error"
+                         : ErrorType(status.code());
   return out + Error(type, status.message());
 }
 

@@ -70,8 +70,11 @@ class StreamTranslator {
   // The upstream stream ended without error: closes the message, or an error event when
   // upstream never finished it.
   std::string OnEnd();
-  // The upstream call failed mid-stream.
-  std::string OnError(const Status& status);
+  // The stream ends in an error: `upstream_failure` (the upstream call failed mid-stream)
+  // reports kUnavailable as api_error, a server-side failure; otherwise (the gateway ended
+  // the request itself, e.g. a drain timeout) the status maps as for a whole response
+  // (kUnavailable: overloaded_error, as the 529 a non-streamed request gets).
+  std::string OnError(const Status& status, bool upstream_failure = true);
   // message_stop or an error event was emitted; later input is ignored.
   bool done() const { return done_; }
   bool failed() const { return failed_; }
