@@ -438,16 +438,8 @@ std::shared_ptr<Call> StartCall(asio::any_io_executor ex, ClientRequest request,
 }
 
 ClientPoolStats GetClientPoolStats(const asio::any_io_executor& ex) {
-  ClientPoolStats out;
   auto* pool = detail::ConnectionPool::For(ex);
-  if (pool == nullptr) return out;
-  detail::PoolCounters c = pool->counters();
-  out.opened = c.opened;
-  out.reused = c.reused;
-  out.stale_retries = c.stale_retries;
-  out.closed_idle = c.closed_idle;
-  out.idle = c.idle;
-  return out;
+  return pool == nullptr ? ClientPoolStats{} : pool->counters();
 }
 
 void Fetch(asio::any_io_executor ex, ClientRequest request,

@@ -158,7 +158,7 @@ void ConnectionPool::CountStaleRetry() {
   ++counters_.stale_retries;
 }
 
-PoolCounters ConnectionPool::counters() const {
+ClientPoolStats ConnectionPool::counters() const {
   std::lock_guard<std::mutex> lock(mu_);
   return counters_;
 }

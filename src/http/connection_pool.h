@@ -30,6 +30,8 @@
 #include <optional>
 #include <string>
 
+#include "http/client.h"
+
 namespace kinference::http::detail {
 
 // What a connection was made for; only a call with the same key may reuse it.
@@ -55,14 +57,6 @@ struct Connection {
   bool idle = false;
 };
 
-struct PoolCounters {
-  uint64_t opened = 0;         // new connections made by pooling-capable calls
-  uint64_t reused = 0;         // calls that took an idle connection
-  uint64_t stale_retries = 0;  // reused connections found closed, retried on a new one
-  uint64_t closed_idle = 0;    // idle connections closed (timeout, server close, cap)
-  size_t idle = 0;             // idle connections now
-};
-
 class ConnectionPool final : public boost::asio::execution_context::service {
  public:
   using key_type = ConnectionPool;
@@ -85,7 +79,7 @@ class ConnectionPool final : public boost::asio::execution_context::service {
 
   void CountOpened();
   void CountStaleRetry();
-  PoolCounters counters() const;
+  ClientPoolStats counters() const;
 
  private:
   void shutdown() override;
@@ -99,7 +93,7 @@ class ConnectionPool final : public boost::asio::execution_context::service {
   boost::asio::io_context& io_;
   mutable std::mutex mu_;
   std::map<PoolKey, std::deque<std::shared_ptr<Connection>>> idle_;  // newest at back
-  PoolCounters counters_;
+  ClientPoolStats counters_;
   bool shut_down_ = false;
 };
 

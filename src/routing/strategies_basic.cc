@@ -140,10 +140,12 @@ class PredictedTtftStrategy final : public Strategy {
                 Seconds) override {
     std::vector<double> tie(c.size());
     double cheapest = std::numeric_limits<double>::infinity();
-    for (const CandidateView& v : c) cheapest = std::min(cheapest, OwnWork(v));
     // How loaded the candidates are: mean requests awaiting their first token, capped at 1.
     double awaiting = 0;
-    for (const CandidateView& v : c) awaiting += v.awaiting_first_token;
+    for (const CandidateView& v : c) {
+      cheapest = std::min(cheapest, OwnWork(v));
+      awaiting += v.awaiting_first_token;
+    }
     const double load = std::clamp(awaiting / static_cast<double>(c.size()), 0.0, 1.0);
     for (size_t i = 0; i < c.size(); ++i) {
       const double own = OwnWork(c[i]);

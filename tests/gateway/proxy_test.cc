@@ -4,6 +4,7 @@
 
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
+#include <functional>
 #include <future>
 #include <optional>
 #include <string>
@@ -54,6 +55,23 @@ class ProxyTest : public testing::GatewayHarness {
     c.pools.push_back(pool);
     c.pools.push_back(PoolConfig{"q", "m2", {ParseEndpointUrl(urls[0], "test")}});
     Start(c);
+  }
+
+  // Starts a gateway on one upstream that never answers, runs `send` (a request) while
+  // draining with a 0.1 s grace once the upstream holds it, and returns its response
+  // after the drain finished.
+  http::Response SendThenDrainWhileUpstreamHangs(const std::function<http::Response()>& send) {
+    auto& hang = AddFake(FakeMode::kHang);
+    StartGateway({Url(hang.port())});
+    auto response = std::async(std::launch::async, send);
+    for (int i = 0; i < 2000 && hang.requests() == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // hang guard, not a bound
+    EXPECT_EQ(hang.requests(), 1);
+    std::promise<void> drained;
+    boost::asio::post(io_, [&] { gateway_->Drain(0.1, [&] { drained.set_value(); }); });
+    auto r = response.get();
+    drained.get_future().wait();
+    return r;
   }
 
   std::vector<std::unique_ptr<FakeUpstream>> fakes_;
@@ -333,41 +351,24 @@ TEST_F(ProxyTest, DrainFinishesInFlightStreamAndRefusesNewWork) {
 
 // The grace period runs out: the stream still in flight ends with the SSE error event.
 TEST_F(ProxyTest, DrainTimeoutEndsStreamWithErrorEvent) {
-  auto& hang = AddFake(FakeMode::kHang);
-  StartGateway({Url(hang.port())});
-  auto stream = std::async(std::launch::async, [&] { return Post(kStreamChat); });
-  for (int i = 0; i < 2000 && hang.requests() == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // hang guard, not a bound
-  ASSERT_EQ(hang.requests(), 1);
-  std::promise<void> drained;
-  boost::asio::post(io_, [&] { gateway_->Drain(0.1, [&] { drained.set_value(); }); });
-  auto r = stream.get();
+  auto r = SendThenDrainWhileUpstreamHangs([&] { return Post(kStreamChat); });
   EXPECT_EQ(r.status, 200);
   auto events = Events(r.body);
   ASSERT_FALSE(events.empty()) << r.body;
   EXPECT_TRUE(json::parse(events.back()).at("error").is_object()) << r.body;
-  drained.get_future().wait();
 }
 
 // The same drain on the Anthropic front: the stream's error event says overloaded_error,
 // as the 529 a non-streamed request aborted by the drain gets (api_error is for an
 // upstream that failed mid-stream).
 TEST_F(ProxyTest, DrainTimeoutEndsAnthropicStreamWithOverloadedError) {
-  auto& hang = AddFake(FakeMode::kHang);
-  StartGateway({Url(hang.port())});
   http::Headers headers;
   headers.Add("anthropic-version", "2023-06-01");
-  auto stream = std::async(std::launch::async, [&] {
+  auto r = SendThenDrainWhileUpstreamHangs([&] {
     return Post(R"({"model":"m","max_tokens":16,"stream":true,)"
                 R"("messages":[{"role":"user","content":"hello"}]})",
                 headers, "/v1/messages");
   });
-  for (int i = 0; i < 2000 && hang.requests() == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // hang guard, not a bound
-  ASSERT_EQ(hang.requests(), 1);
-  std::promise<void> drained;
-  boost::asio::post(io_, [&] { gateway_->Drain(0.1, [&] { drained.set_value(); }); });
-  auto r = stream.get();
   EXPECT_EQ(r.status, 200);
   const size_t at = r.body.rfind("event: error\ndata: ");
   ASSERT_NE(at, std::string::npos) << r.body;
@@ -375,7 +376,6 @@ TEST_F(ProxyTest, DrainTimeoutEndsAnthropicStreamWithOverloadedError) {
   auto error = json::parse(r.body.substr(data, r.body.find('\n', data) - data));
   EXPECT_EQ(error.at("type"), "error") << r.body;
   EXPECT_EQ(error.at("error").at("type"), "overloaded_error") << r.body;
-  drained.get_future().wait();
 }
 
 TEST_F(ProxyTest, ScraperMarksEndpointsUnhealthyAndHealthyAgain) {
