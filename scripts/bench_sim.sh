@@ -7,7 +7,7 @@
 #
 # Env: BUILD (build dir, default build), JOBS (build and simulation threads, default 2),
 # TRIALS (default 3), SEED (default 1), OUT (default results/sim), TRACE (Mooncake JSONL,
-# default ../shared/traces/mooncake_conversation_trace.jsonl), SCENARIOS (default all).
+# default data/traces/mooncake_conversation_trace.jsonl), SCENARIOS (default all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +16,7 @@ JOBS=${JOBS:-2}
 TRIALS=${TRIALS:-3}
 SEED=${SEED:-1}
 OUT=${OUT:-results/sim}
-TRACE=${TRACE:-../shared/traces/mooncake_conversation_trace.jsonl}
+TRACE=${TRACE:-data/traces/mooncake_conversation_trace.jsonl}
 SCENARIOS=${SCENARIOS:-all}
 
 if [[ ! -f "$BUILD/build.ninja" ]]; then

@@ -24,7 +24,7 @@ PROFILE=l40s-27b-fp8
 # dev machine while it was also compiling (load average ~7); the demo prints its wall time.
 # Higher K is faster but wall-clock jitter (x K) starts to show in model-time results.
 K=${DEMO_TIME_SCALE:-20}
-TRACE=${DEMO_TRACE:-../shared/traces/mooncake_conversation_trace.jsonl}
+TRACE=${DEMO_TRACE:-data/traces/mooncake_conversation_trace.jsonl}
 # Mooncake slice: from line `offset`, one conversation in TRACE_SAMPLE (whole
 # conversations, so multi-turn prefix reuse stays as in the trace), `limit` requests.
 # The trace averages 3.4 requests/s with 12,035-token prompts, about ten times what three

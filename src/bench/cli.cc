@@ -24,7 +24,7 @@ struct CliOptions {
   std::string strategy;
   std::string model;
   double time_scale = 1.0;
-  std::string trace = "../shared/traces/mooncake_conversation_trace.jsonl";
+  std::string trace = "data/traces/mooncake_conversation_trace.jsonl";
   size_t offset = 0;
   double speed = 1.0;
   size_t trace_sample = 1;

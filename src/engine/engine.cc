@@ -11,7 +11,7 @@ namespace kinference::engine {
 namespace {
 
 // Mean length of a reply that ends on its own (tokens): the mean output length of the
-// Mooncake conversation trace (FAST'25 release, 343 tokens; shared/traces/README.md).
+// Mooncake conversation trace (FAST'25 release, 343 tokens; data/traces/README.md).
 constexpr double kMeanNaturalOutputTokens = 343;
 
 // Output count at which a request samples EOS, fixed by seed: exponentially distributed

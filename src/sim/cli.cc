@@ -23,7 +23,7 @@ struct CliOptions {
   uint64_t seed = 1;
   size_t jobs = 2;
   std::string out = "results/sim";
-  std::string trace = "../shared/traces/mooncake_conversation_trace.jsonl";
+  std::string trace = "data/traces/mooncake_conversation_trace.jsonl";
   double scale = 1.0;
   double network_latency_s = 0;
   double scrape_interval_s = 1.0;

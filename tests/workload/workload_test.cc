@@ -223,8 +223,8 @@ TEST_F(TraceTest, SampleKeepsWholeConversationsByTheirSecondBlock) {
 
 TEST(TraceFileTest, SampledMooncakeSliceKeepsConversationTurnsTogether) {
   std::filesystem::path p = std::filesystem::path(KINFERENCE_SOURCE_DIR) /
-                            "../shared/traces/mooncake_conversation_trace.jsonl";
-  if (!std::filesystem::exists(p)) GTEST_SKIP() << "trace not present: " << p;
+                            "data/traces/mooncake_conversation_trace.jsonl";
+  ASSERT_TRUE(std::filesystem::exists(p)) << "the repository ships the trace: " << p;
   auto s = Make({.name = "trace", .sessions = 60, .trace_path = p.string(), .trace_sample = 16});
   ASSERT_EQ(s.size(), 60u);
   // Some kept request must reuse a longer prefix of an earlier kept one than the shared
@@ -240,8 +240,8 @@ TEST(TraceFileTest, SampledMooncakeSliceKeepsConversationTurnsTogether) {
 
 TEST(TraceFileTest, MooncakeTraceSliceHasExactLengths) {
   std::filesystem::path p = std::filesystem::path(KINFERENCE_SOURCE_DIR) /
-                            "../shared/traces/mooncake_conversation_trace.jsonl";
-  if (!std::filesystem::exists(p)) GTEST_SKIP() << "trace not present: " << p;
+                            "data/traces/mooncake_conversation_trace.jsonl";
+  ASSERT_TRUE(std::filesystem::exists(p)) << "the repository ships the trace: " << p;
   auto s = Make({.name = "trace", .sessions = 3, .trace_path = p.string()});
   ASSERT_EQ(s.size(), 3u);
   // First lines of the release: 6,758 / 7,322 / 7,236 input tokens, sharing block 0.
