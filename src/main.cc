@@ -5,6 +5,7 @@
 #include "bench/cli.h"
 #include "enginesim/cli.h"
 #include "gateway/cli.h"
+#include "ledger/usage_cli.h"
 #include "policy/cli.h"
 #include "sim/cli.h"
 
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   kinference::sim::RegisterCommand(app);
   kinference::bench::RegisterCommand(app);
   kinference::policy::RegisterCommand(app);
+  kinference::ledger::RegisterUsageCommand(app);
   CLI11_PARSE(app, argc, argv);
   return kinference::ExitCode();
 }
