@@ -11,6 +11,7 @@ PKGS=(
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev libxxhash-dev
   libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libzmq3-dev cppzmq-dev libsqlite3-dev
+  libpq-dev libhiredis-dev postgresql redis-server
   python3 python3-venv curl clang-format ccache
 )
 SUDO=""
