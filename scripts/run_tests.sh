@@ -11,6 +11,10 @@ JOBS=${2:-$(nproc)}
 LOG=$(mktemp)
 trap 'rm -f "$LOG"' EXIT
 
+# Real vLLM (CPU build, tiny model) for tests/realvllm: installed once, cached outside the
+# clone (~/.cache/kinference); a no-op when present.
+bash scripts/vllm-env.sh >/dev/null
+
 (cd "$BUILD" && ctest --output-on-failure -j "$JOBS" --timeout 300) 2>&1 | tee "$LOG"
 ctest_rc=${PIPESTATUS[0]}
 ctest_total=$(sed -nE 's/.* tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\2/p' "$LOG" | tail -1)

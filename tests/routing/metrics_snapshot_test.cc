@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 namespace kinference::routing {
 namespace {
@@ -106,6 +109,46 @@ TEST(ParsePrometheusText, MalformedLinesAreInvalidArgument) {
     EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument) << bad;
     EXPECT_NE(r.status().message().find("line 2"), std::string::npos);
   }
+}
+
+}  // namespace
+}  // namespace kinference::routing
+
+namespace kinference::routing {
+namespace {
+
+std::string ReadTestdata(const std::string& name) {
+  std::ifstream in(std::string(KINFERENCE_TESTDATA_DIR) + "/" + name, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A page captured from real vLLM 0.32.0 (CPU build, scripts/vllm-serve.sh, tiny model served
+// as tiny-qwen2) while one 6,000-token prompt decoded after two earlier copies of it: block
+// size 128 (the CPU default), 16,384 blocks (1 GiB), kv_cache_usage_perc a fraction,
+// counters with _created samples, info labels the parser does not know.
+TEST(ParsePrometheusText, ReadsARealVllmCpuPage) {
+  std::string text = ReadTestdata("vllm-0.32.0-cpu-metrics.txt");
+  ASSERT_FALSE(text.empty());
+  auto r = ParsePrometheusText(text, "tiny-qwen2");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const MetricsSnapshot& m = *r;
+  EXPECT_EQ(m.block_size, 128);
+  EXPECT_EQ(m.num_gpu_blocks, 16384);
+  ASSERT_TRUE(m.kv_cache_usage_perc);
+  // 48 blocks of 16,384 in use: a fraction, not a percentage.
+  EXPECT_NEAR(*m.kv_cache_usage_perc, 48.0 / 16384, 1e-6);
+  EXPECT_EQ(m.num_requests_running, 1.0);
+  EXPECT_EQ(m.num_requests_waiting, 0.0);
+  EXPECT_EQ(m.prefix_cache_hits_total, 11776.0);
+  EXPECT_EQ(m.prompt_tokens_total, 18001.0);
+  EXPECT_TRUE(m.ttft_seconds_count);
+  // Another model's name filters everything labelled with model_name out.
+  auto other = ParsePrometheusText(text, "other-model");
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->num_requests_running);
+  EXPECT_EQ(other->block_size, 128);  // cache_config_info carries no model_name
 }
 
 }  // namespace

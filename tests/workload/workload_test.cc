@@ -57,6 +57,30 @@ TEST(WorkloadTest, SharedPrefixExactLengthsAndSharedPrefixes) {
   }
 }
 
+TEST(WorkloadTest, SharedPrefixShapeOverridesLengthsAndPrefixCount) {
+  WorkloadSpec spec{.name = "shared-prefix", .sessions = 40, .seed = 7};
+  spec.shared_prefix = {
+      .prefixes = 3, .prefix_tokens = 500, .suffix_tokens = 20, .output_tokens = 32};
+  auto s = Make(spec);
+  ASSERT_EQ(s.size(), 40u);
+  std::map<std::string, int> prefixes;
+  for (const auto& x : s) {
+    const auto& t = x.turns[0];
+    EXPECT_EQ(t.max_tokens, 32);
+    EXPECT_EQ(CountTokens(t.user_text), 520u);
+    auto lengths = TokenLengths(t.user_text);
+    size_t prefix_bytes = 0;
+    for (size_t k = 0; k < 500; ++k) prefix_bytes += lengths[k];
+    ++prefixes[t.user_text.substr(0, prefix_bytes)];
+  }
+  EXPECT_EQ(prefixes.size(), 3u);  // 40 draws among 3: every prefix used
+
+  spec.shared_prefix.prefixes = 0;
+  EXPECT_EQ(MakeWorkload(spec).status().code(), ErrorCode::kInvalidArgument);
+  spec.shared_prefix = {.output_tokens = 0};
+  EXPECT_EQ(MakeWorkload(spec).status().code(), ErrorCode::kInvalidArgument);
+}
+
 TEST(WorkloadTest, IndependentPromptsShareNothing) {
   auto s = Make({.name = "independent", .sessions = 6, .seed = 3});
   ASSERT_EQ(s.size(), 6u);

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The real-vLLM suite: two real vLLM instances (CPU build, tiny local model;
+# scripts/vllm-serve.sh) behind `kinference gateway`, driven by pytest
+# (tests/realvllm/test_*.py) over plain HTTP.
+#
+# Usage: tests/realvllm/run.sh [KINFERENCE_BIN]   (else $KINFERENCE_BIN, else build/kinference)
+# The vLLM environment is installed on first use (scripts/vllm-env.sh, cached under
+# ~/.cache/kinference); a machine that has it pays only the instances' start-up.
+# Logs (gateway, vLLM) stay in <build>/realvllm-logs for a failed run.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+BIN="${1:-${KINFERENCE_BIN:-$ROOT/build/kinference}}"
+BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
+[[ -x "$BIN" ]] || { echo "run.sh: kinference binary not found: $BIN" >&2; exit 2; }
+WORK="$(dirname "$BIN")/realvllm-logs"
+t0=$SECONDS
+
+GW_PID=""
+cleanup() {
+  if [[ -n $GW_PID ]]; then kill "$GW_PID" 2>/dev/null || true; wait "$GW_PID" 2>/dev/null || true; fi
+  bash "$ROOT/scripts/vllm-serve.sh" stop "$WORK/vllm" || true
+}
+trap cleanup EXIT
+bash "$ROOT/scripts/vllm-serve.sh" stop "$WORK/vllm" 2>/dev/null || true
+rm -rf "$WORK" && mkdir -p "$WORK"
+
+# --enable-log-requests: the engine log names each aborted request ("Aborted request(s) ...").
+bash "$ROOT/scripts/vllm-serve.sh" start "$WORK/vllm" 2 --enable-log-requests --max-log-len 32
+# shellcheck disable=SC1091
+source "$WORK/vllm/env"
+echo "== 2 vLLM instances up after $((SECONDS - t0)) s"
+
+endpoints=""
+for url in $VLLM_URLS; do endpoints+="\"$url\", "; done
+cat >"$WORK/gateway.yaml" <<YAML
+listen: {address: 127.0.0.1, port: 0}
+strategy: predicted-ttft
+scrape_interval_s: 0.25
+time_scale: 1
+request_timeout_s: 300
+pools:
+  - name: real
+    model: $VLLM_MODEL
+    endpoints: [${endpoints%, }]
+YAML
+"$BIN" gateway --config "$WORK/gateway.yaml" >"$WORK/gateway.log" 2>&1 &
+GW_PID=$!
+port=""
+for _ in $(seq 1 300); do
+  line="$(grep -m1 'listening on' "$WORK/gateway.log" || true)"
+  if [[ -n $line ]]; then port="$(echo "${line##*:}" | tr -dc '0-9')"; break; fi
+  kill -0 "$GW_PID" 2>/dev/null || break
+  sleep 0.1
+done
+[[ -n $port ]] || { echo "run.sh: gateway did not start:" >&2; cat "$WORK/gateway.log" >&2; exit 1; }
+
+export REALVLLM_GATEWAY_URL="http://127.0.0.1:$port"
+export REALVLLM_GATEWAY_LOG="$WORK/gateway.log"
+export REALVLLM_ENV="$WORK/vllm/env"
+export REALVLLM_POOL="real"
+echo "== real-vLLM suite against $REALVLLM_GATEWAY_URL (logs: $WORK)"
+rc=0
+"$VLLM_PYTHON" -m pytest -p no:cacheprovider -q -rfE -c "$HERE/pytest.ini" "$HERE" || rc=$?
+echo "== real-vLLM suite: $((SECONDS - t0)) s wall (start-up included)"
+exit $rc
