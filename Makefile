@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build test test-sdk unit-test demo bench bench-sim format clean
+.PHONY: all deps build test test-sdk unit-test demo bench bench-sim format clean k8s-tools
 
 all: build
 
@@ -37,6 +37,11 @@ bench: build
 # Every simulator scenario for every strategy: results/sim/*.json and results/sim/REPORT.md.
 bench-sim: build
 	BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/bench_sim.sh
+
+# etcd, kube-apiserver, kubectl and helm at pinned versions, built from the Go module proxy
+# into ~/.cache/kinference (once per machine). Prints their folder.
+k8s-tools:
+	@bash scripts/k8s-tools.sh
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
