@@ -13,6 +13,7 @@ PKGS=(
   libzmq3-dev cppzmq-dev libsqlite3-dev
   libpq-dev libhiredis-dev postgresql redis-server
   python3 python3-venv curl clang-format ccache
+  openssl python3-yaml  # scripts/k8s-testenv.sh (keys, tokens); tests/deploy (rendered YAML)
 )
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

@@ -15,6 +15,13 @@ trap 'rm -f "$LOG"' EXIT
 # clone (~/.cache/kinference); a no-op when present.
 bash scripts/vllm-env.sh >/dev/null
 
+# The Kubernetes tools (etcd, kube-apiserver, kubectl, helm) that the Kubernetes tests start:
+# built once per machine into ~/.cache/kinference (a no-op when cached; 15-30 min cold).
+# Without them those tests fail with a clear message.
+k8s_start=$SECONDS
+bash scripts/k8s-tools.sh >/dev/null || echo "run_tests: scripts/k8s-tools.sh failed; the Kubernetes tests will fail"
+echo "run_tests: Kubernetes tools ready in $((SECONDS - k8s_start)) s"
+
 (cd "$BUILD" && ctest --output-on-failure -j "$JOBS" --timeout 300) 2>&1 | tee "$LOG"
 ctest_rc=${PIPESTATUS[0]}
 ctest_total=$(sed -nE 's/.* tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\2/p' "$LOG" | tail -1)
