@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# The Helm chart (deploy/helm/kinference) against a real API server (scripts/k8s-testenv.sh):
+#  - helm lint --strict; helm template with several value sets, checked object by object
+#    (tests/deploy/check_rendered.py); the values schema refuses unknown keys;
+#  - the chart's CRDs and the InferencePool fixture applied with kubectl and Established;
+#    the examples in examples/kubernetes/ accepted by the API server (server-side dry run);
+#  - helm install into two watched namespaces, upgrade, uninstall (CRDs stay, as Helm does);
+#  - RBAC: tokens of the chart's ServiceAccounts (kubectl create token) may do exactly what
+#    the controller and the gateway do, and nothing more (kubectl auth can-i --token).
+# Prints one "ok"/"FAIL" line per check; exits non-zero if any failed.
+# Usage: tests/deploy/helm_chart_test.sh   (tools from scripts/k8s-tools.sh; make test builds them)
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+CHART="$ROOT/deploy/helm/kinference"
+BIN=$(bash "$ROOT/scripts/k8s-tools.sh" --print-dir)
+for t in kubectl helm; do
+  [[ -x $BIN/$t ]] || {
+    echo "FAIL: $BIN/$t missing: run scripts/k8s-tools.sh (make test does)"
+    exit 1
+  }
+done
+WORK=$(mktemp -d)
+ENVDIR="$WORK/k8s"
+cleanup() {
+  bash "$ROOT/scripts/k8s-testenv.sh" stop "$ENVDIR" >/dev/null 2>&1
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+export HELM_CACHE_HOME="$WORK/helm/cache" HELM_CONFIG_HOME="$WORK/helm/config"
+export HELM_DATA_HOME="$WORK/helm/data"
+failures=0
+ok() { echo "ok - $*"; }
+fail() {
+  echo "FAIL - $*"
+  failures=$((failures + 1))
+}
+# check DESCRIPTION COMMAND...: runs it, shows its output on failure.
+check() {
+  local what=$1 out
+  shift
+  if out=$("$@" 2>&1); then ok "$what"; else
+    fail "$what"
+    echo "$out" | tail -30 | sed 's/^/    /'
+  fi
+}
+helm() { "$BIN/helm" "$@"; }
+kubectl() { "$BIN/kubectl" "$@"; }
+
+# --- Without a server: lint and render.
+check "helm lint --strict" helm lint --strict "$CHART"
+check "helm lint --strict (serviceMonitor, another watched namespace)" helm lint --strict "$CHART" \
+  --set serviceMonitor.enabled=true --set watchNamespace=team-a
+render() { helm template kinference "$CHART" --namespace kinference-system "$@"; }
+render >"$WORK/default.yaml" 2>&1 && ok "helm template: defaults" || fail "helm template: defaults"
+check "rendered defaults: objects, security, probes, least-privilege RBAC" \
+  python3 "$ROOT/tests/deploy/check_rendered.py" defaults "$WORK/default.yaml"
+render --set serviceMonitor.enabled=true --set watchNamespace=team-a \
+  --set controller.enabled=false >"$WORK/custom.yaml" 2>&1 || fail "helm template: custom values"
+check "rendered custom values: ServiceMonitor, Roles in the watched namespace, no controller" \
+  python3 "$ROOT/tests/deploy/check_rendered.py" custom "$WORK/custom.yaml"
+if render --set bogus=1 >"$WORK/bogus.out" 2>&1; then
+  fail "values schema refuses an unknown key"
+else
+  grep -q "bogus" "$WORK/bogus.out" && ok "values schema refuses an unknown key" ||
+    fail "values schema error does not name the key: $(head -3 "$WORK/bogus.out")"
+fi
+if render --set gateway.config.listen.port=1 >"$WORK/listen.out" 2>&1; then
+  fail "values schema refuses gateway.config.listen (set from gateway.port)"
+else ok "values schema refuses gateway.config.listen (set from gateway.port)"; fi
+
+# --- A real API server.
+if ! K8S_TESTENV_NO_BUILD=1 K8S_TESTENV_WATCH_PID=$$ bash "$ROOT/scripts/k8s-testenv.sh" start \
+  "$ENVDIR" >"$WORK/start.log" 2>&1; then
+  fail "k8s-testenv start"
+  cat "$WORK/start.log"
+  exit 1
+fi
+export KUBECONFIG="$ENVDIR/kubeconfig"
+
+crds=("$CHART"/crds/*.yaml)
+check "kubectl apply the chart's CRDs (${#crds[@]} files)" kubectl apply -f "$CHART/crds/"
+check "kubectl apply the InferencePool CRD fixture" \
+  kubectl apply -f "$ROOT/tests/testing/k8s/inferencepools.inference.networking.k8s.io.yaml"
+for crd in inferencepolicies.kinference.io inferenceproviders.kinference.io \
+  inferencetenants.kinference.io inferencepools.inference.networking.k8s.io; do
+  check "CRD $crd Established" kubectl wait --for condition=Established --timeout=60s "crd/$crd"
+done
+# Every kinference.io resource the Roles name has a CRD in the chart, and the other way round.
+rbac_kinds=$(python3 "$ROOT/tests/deploy/check_rendered.py" kinference-resources "$WORK/default.yaml")
+crd_kinds=$(kubectl get crd -o jsonpath='{range .items[?(@.spec.group=="kinference.io")]}{.spec.names.plural}{"\n"}{end}' | sort | tr '\n' ' ')
+[[ $rbac_kinds == "$crd_kinds" ]] && ok "Roles cover exactly the chart's kinference.io CRDs ($crd_kinds)" ||
+  fail "Roles name kinference.io resources [$rbac_kinds], the chart's CRDs are [$crd_kinds]"
+
+check "namespaces" kubectl create namespace kinference-system
+kubectl create namespace team-a >/dev/null
+kubectl create namespace other >/dev/null
+for f in "$ROOT"/examples/kubernetes/*.yaml; do
+  check "API server accepts examples/kubernetes/$(basename "$f") (server-side dry run)" \
+    kubectl apply --dry-run=server -n team-a -f "$f"
+done
+
+check "helm install (release in kinference-system, watching team-a)" \
+  helm install kinference "$CHART" --namespace kinference-system --set watchNamespace=team-a
+check "helm status deployed" bash -c "'$BIN/helm' status kinference -n kinference-system | grep -q 'STATUS: deployed'"
+check "Deployments, Service, PDB created" kubectl get -n kinference-system \
+  deployment/kinference-controller deployment/kinference-gateway service/kinference-gateway \
+  poddisruptionbudget/kinference-gateway configmap/kinference-gateway
+check "helm upgrade (gateway replicas 3)" helm upgrade kinference "$CHART" -n kinference-system \
+  --reuse-values --set gateway.replicas=3
+check "upgrade applied" bash -c "[[ \$('$BIN/kubectl' get deploy kinference-gateway -n kinference-system -o jsonpath='{.spec.replicas}') == 3 ]]"
+
+# --- RBAC, with the ServiceAccounts' own tokens.
+token() { kubectl create token "$1" -n kinference-system --duration=10m; }
+CTRL=$(token kinference-controller) || fail "token for kinference-controller"
+GW=$(token kinference-gateway) || fail "token for kinference-gateway"
+# A few questions exactly as an operator would ask them...
+can() { # WHO TOKEN WANT NAMESPACE VERB RESOURCE
+  local got
+  got=$(kubectl auth can-i "$5" "$6" -n "$4" --token "$2" 2>/dev/null)
+  [[ $got == "$3" ]] && ok "kubectl auth can-i $5 $6 -n $4 --token <$1> = $3" ||
+    fail "kubectl auth can-i $5 $6 -n $4 --token <$1> = '$got', want $3"
+}
+can gateway "$GW" yes team-a watch pods
+can gateway "$GW" no team-a create pods
+can gateway "$GW" no other list secrets
+can controller "$CTRL" yes team-a create controllerrevisions.apps
+can controller "$CTRL" no team-a delete inferencepolicies.kinference.io
+# ...and the whole matrix the same way (SelfSubjectAccessReviews), batched per identity.
+: >"$WORK/access.tsv"
+both() { # WANT_CONTROLLER WANT_GATEWAY NAMESPACE VERB RESOURCE [SUBRESOURCE]
+  printf 'controller\t%s\t%s\t%s\t%s\t%s\n' "$1" "$3" "$4" "$5" "${6:-}" >>"$WORK/access.tsv"
+  printf 'gateway\t%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$5" "${6:-}" >>"$WORK/access.tsv"
+}
+KINDS="inferencepolicies.kinference.io inferenceproviders.kinference.io inferencetenants.kinference.io"
+# In the watched namespace: exactly the verbs each process uses.
+ns=team-a
+for r in $KINDS inferencepools.inference.networking.k8s.io secrets configmaps; do
+  for v in list watch; do both yes yes $ns $v "$r"; done
+  for v in get create update patch delete deletecollection; do both no no $ns $v "$r"; done
+done
+for r in $KINDS; do
+  both yes no $ns patch "$r" status
+  both no no $ns update "$r" status
+done
+for v in list watch; do both no yes $ns $v pods; done
+for v in get create update patch delete; do both no no $ns $v pods; done
+for v in list watch create patch delete; do both yes no $ns $v controllerrevisions.apps; done
+for v in get update deletecollection; do both no no $ns $v controllerrevisions.apps; done
+both no no $ns create pods exec
+both no no $ns get pods log
+both no no $ns patch pods status
+both no no $ns create events
+both no no $ns create rolebindings.rbac.authorization.k8s.io
+both no no $ns create serviceaccounts token
+# Leader election: create a Lease, then get/update only the configured one.
+both yes no $ns create leases.coordination.k8s.io
+both yes no $ns get leases.coordination.k8s.io/kinference-controller
+both yes no $ns update leases.coordination.k8s.io/kinference-controller
+both no no $ns update leases.coordination.k8s.io/someone-else
+both no no $ns delete leases.coordination.k8s.io/kinference-controller
+both no no $ns list leases.coordination.k8s.io
+# Anywhere else (the release namespace included): nothing. Secrets of other namespaces
+# stay unreadable.
+for other in kinference-system other default; do
+  for r in secrets configmaps pods $KINDS inferencepools.inference.networking.k8s.io; do
+    for v in list watch; do both no no $other $v $r; done
+  done
+  both no no $other create leases.coordination.k8s.io
+done
+both no no "*" list secrets
+both no no "*" list pods
+both no no "*" get customresourcedefinitions.apiextensions.k8s.io
+for v in create update patch delete; do both no no "*" $v customresourcedefinitions.apiextensions.k8s.io; done
+both no no "*" list nodes
+both no no "*" create clusterrolebindings.rbac.authorization.k8s.io
+while IFS= read -r line; do
+  [[ $line == ok* ]] && echo "$line" || {
+    echo "$line"
+    failures=$((failures + 1))
+  }
+done < <(python3 "$ROOT/tests/deploy/access_reviews.py" "$BIN/kubectl" "$WORK/access.tsv" \
+  controller="$CTRL" gateway="$GW" || echo "FAIL - access_reviews.py exited $?")
+
+# The same, as real requests: reads and a status write succeed, writes beyond that are 403.
+kubectl -n team-a create secret generic unrelated --from-literal=k=v >/dev/null
+kubectl -n other create secret generic elsewhere --from-literal=k=v >/dev/null
+check "gateway token lists pods in team-a" kubectl get pods -n team-a --token "$GW"
+check "gateway token lists secrets in team-a" kubectl get secrets -n team-a --token "$GW"
+check "controller token lists InferencePolicies in team-a" kubectl get inferencepolicies -n team-a --token "$CTRL"
+kubectl apply -n team-a -f - >/dev/null <<'EOF'
+apiVersion: kinference.io/v1alpha1
+kind: InferencePolicy
+metadata: {name: rbac-probe}
+spec: {}
+EOF
+# PATCH as the controller sends it (kubectl patch would GET first, which it need not do).
+api_patch() { # TOKEN PATH JSON -> HTTP status
+  curl -sS -o /dev/null -w '%{http_code}' -X PATCH --cacert "$ENVDIR/certs/apiserver.crt" \
+    -H "Authorization: Bearer $1" -H 'Content-Type: application/merge-patch+json' \
+    --data "$3" "$(sed -n 's/^K8S_SERVER=//p' "$ENVDIR/env")$2"
+}
+POLICY=/apis/kinference.io/v1alpha1/namespaces/team-a/inferencepolicies/rbac-probe
+code=$(api_patch "$CTRL" "$POLICY/status" '{"status":{"observedGeneration":1}}')
+[[ $code == 200 ]] && ok "controller token PATCHes an InferencePolicy's status (200)" ||
+  fail "controller token PATCHes an InferencePolicy's status: HTTP $code"
+code=$(api_patch "$CTRL" "$POLICY" '{"spec":{"priority":5}}')
+[[ $code == 403 ]] && ok "controller token PATCHes an InferencePolicy's spec: 403" ||
+  fail "controller token PATCHes an InferencePolicy's spec: HTTP $code, want 403"
+code=$(api_patch "$GW" "$POLICY/status" '{"status":{"observedGeneration":2}}')
+[[ $code == 403 ]] && ok "gateway token PATCHes an InferencePolicy's status: 403" ||
+  fail "gateway token PATCHes an InferencePolicy's status: HTTP $code, want 403"
+forbidden() { # DESCRIPTION kubectl-args...
+  local what=$1 out
+  shift
+  if out=$(kubectl "$@" 2>&1); then fail "$what: succeeded"; else
+    grep -q Forbidden <<<"$out" && ok "$what: Forbidden" || fail "$what: $out"
+  fi
+}
+forbidden "gateway token lists secrets in another namespace" get secrets -n other --token "$GW"
+forbidden "gateway token reads a named secret" get secret unrelated -n team-a --token "$GW"
+forbidden "gateway token creates a pod" run p --image=x -n team-a --token "$GW"
+forbidden "controller token deletes a CRD" delete crd inferencepolicies.kinference.io --token "$CTRL"
+
+# --- Uninstall: the release's objects go, the CRDs stay (Helm never deletes crds/).
+check "helm uninstall" helm uninstall kinference -n kinference-system
+check "release objects removed" bash -c "! '$BIN/kubectl' get deploy,sa,role -n kinference-system -o name 2>/dev/null | grep -q kinference"
+check "CRDs kept after uninstall" kubectl get crd inferencepolicies.kinference.io
+
+echo
+if ((failures > 0)); then
+  echo "helm_chart_test: $failures check(s) failed"
+  exit 1
+fi
+echo "helm_chart_test: all checks passed"
