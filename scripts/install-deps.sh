@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs Kinference's build and test dependencies from Debian 12 packages.
 # Boost is pinned to the 1.81 packages (Debian 12's default libboost-dev is 1.74).
-# libmsgpack-cxx-dev is left out: in Debian 12 it depends on libboost-dev (1.74), which conflicts
-# with the 1.81 headers; it returns with the KV-events issue (MSGPACK_NO_BOOST, headers only).
+# msgpack (vLLM's KV events): libmsgpuck-dev (Tarantool's MsgPuck: one header and a small static
+# library, no dependencies). libmsgpack-cxx-dev is left out: in Debian 12 it depends on
+# libboost-dev (1.74), which conflicts with the 1.81 headers, and libmsgpack-dev depends on it.
 # Runs non-interactively as root (CI) or through sudo.
 set -euo pipefail
 PKGS=(
@@ -10,7 +11,7 @@ PKGS=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev libxxhash-dev
   libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libzmq3-dev cppzmq-dev libsqlite3-dev
+  libzmq3-dev cppzmq-dev libmsgpuck-dev libsqlite3-dev
   libpq-dev libhiredis-dev postgresql redis-server
   python3 python3-venv curl clang-format ccache
   openssl python3-yaml  # scripts/k8s-testenv.sh (keys, tokens); tests/deploy (rendered YAML)
