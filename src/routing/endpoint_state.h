@@ -33,6 +33,7 @@
 
 #include "common/clock.h"
 #include "routing/metrics_snapshot.h"
+#include "routing/precise_index.h"
 #include "routing/prefix_index.h"
 #include "routing/router.h"
 #include "routing/ttft_predictor.h"
@@ -78,6 +79,9 @@ class EndpointState {
   Seconds scraped_at = 0;
   int in_flight = 0;  // dispatched, not finished
   PrefixIndex index;
+  PreciseIndex precise;  // from KV events; used while kv_live
+  bool kv_live = false;
+  uint64_t kv_batches = 0, kv_clears = 0;
   TtftPredictor predictor;
 
  private:

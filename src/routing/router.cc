@@ -61,6 +61,12 @@ class Router::Impl {
     return raw;
   }
 
+  // True when `f` is matched against `e`'s precise (KV-event) index.
+  static bool UsePrecise(const RequestFeatures& f, const EndpointState& e) {
+    return e.kv_live && f.engine_block_size > 0 && !f.engine_block_keys.empty() &&
+           (e.precise.block_size() == 0 || e.precise.block_size() == f.engine_block_size);
+  }
+
   // The view of `e` for `f` at `now`.
   CandidateView View(const RequestFeatures& f, const EndpointState& e, Seconds now,
                      TtftFeatures* features_out) const {
@@ -71,21 +77,39 @@ class Router::Impl {
     v.metrics_age_s = e.MetricsAge(now);
     v.in_flight = e.in_flight;
     v.awaiting_first_token = e.awaiting_first_token();
-    double prompt_tokens = ratio.ToTokens(static_cast<double>(f.prompt_chars));
-    size_t blocks = e.index.Match(f.block_hashes);
-    v.matched_tokens =
-        std::min(prompt_tokens, ratio.ToTokens(static_cast<double>(blocks * config.block_chars)));
+    double prompt_tokens = f.prompt_tokens > 0
+                               ? static_cast<double>(f.prompt_tokens)
+                               : ratio.ToTokens(static_cast<double>(f.prompt_chars));
+    // Cache occupancy: the precise index's engine blocks against the engine's
+    // num_gpu_blocks when both are known, else the approximate index's belief.
+    double free_tokens = ratio.ToTokens(std::max(0.0, static_cast<double>(e.index.capacity()) -
+                                                          static_cast<double>(e.index.size())) *
+                                        static_cast<double>(config.block_chars));
+    double fill = static_cast<double>(e.index.size()) /
+                  static_cast<double>(std::max<size_t>(1, e.index.capacity()));
+    if (UsePrecise(f, e)) {
+      v.precise = true;
+      const int bs = f.engine_block_size;
+      // vLLM computes at least the prompt's last token (max_cache_hit_length =
+      // num_tokens - 1), so a hit covers at most (prompt_tokens - 1) / B whole blocks.
+      size_t cap = prompt_tokens >= 1 ? static_cast<size_t>((prompt_tokens - 1) / bs) : 0;
+      size_t blocks = std::min(e.precise.Match(f.engine_block_keys), cap);
+      v.matched_tokens = static_cast<double>(blocks) * bs;
+      if (e.metrics && e.metrics->num_gpu_blocks && *e.metrics->num_gpu_blocks > 0) {
+        const double total = *e.metrics->num_gpu_blocks;
+        const double held = static_cast<double>(e.precise.size());
+        free_tokens = std::max(0.0, total - held) * bs;
+        fill = held / total;
+      }
+    } else {
+      size_t blocks = e.index.Match(f.block_hashes);
+      v.matched_tokens =
+          std::min(prompt_tokens, ratio.ToTokens(static_cast<double>(blocks * config.block_chars)));
+    }
     v.uncached_tokens = std::max(0.0, prompt_tokens - v.matched_tokens);
-    const double free_blocks =
-        static_cast<double>(e.index.capacity()) - static_cast<double>(e.index.size());
-    const double free_tokens =
-        ratio.ToTokens(std::max(0.0, free_blocks) * static_cast<double>(config.block_chars));
     v.evicted_tokens = std::clamp(v.uncached_tokens - free_tokens, 0.0, v.uncached_tokens);
     v.recent_reuse = reuse;
-    v.cache_fill =
-        reuse * std::clamp(static_cast<double>(e.index.size()) /
-                               static_cast<double>(std::max<size_t>(1, e.index.capacity())),
-                           0.0, 1.0);
+    v.cache_fill = reuse * std::clamp(fill, 0.0, 1.0);
     QueueEstimate q = e.EstimateQueue(now, config.stale_metrics_s);
     v.queued_prefill_tokens = q.total();
     v.running_seqs = q.running_seqs;
@@ -146,7 +170,9 @@ void Router::RemoveEndpoint(const EndpointId& id) {
 
 void Router::ResetEndpoint(const EndpointId& id) {
   auto it = impl_->endpoints.find(id);
-  if (it != impl_->endpoints.end()) it->second->index.Clear();
+  if (it == impl_->endpoints.end()) return;
+  it->second->index.Clear();
+  it->second->precise.Clear();
 }
 
 void Router::ObserveMetrics(const EndpointId& id, const MetricsSnapshot& snapshot,
@@ -154,7 +180,10 @@ void Router::ObserveMetrics(const EndpointId& id, const MetricsSnapshot& snapsho
   auto it = impl_->endpoints.find(id);
   if (it == impl_->endpoints.end()) return;
   EndpointState& e = *it->second;
-  if (e.ObserveMetrics(snapshot, scraped_at)) e.index.Clear();  // restarted: cache is empty
+  if (e.ObserveMetrics(snapshot, scraped_at)) {  // restarted: its cache is empty
+    e.index.Clear();
+    e.precise.Clear();
+  }
   e.index.SetCapacity(impl_->CapacityBlocks(e));
 }
 
@@ -204,12 +233,13 @@ Result<Decision> Router::Pick(const RequestFeatures& features,
   d.strategy = std::string(name);
   d.predicted_ttft_s = views[pick].predicted_ttft_s;
   d.matched_tokens = views[pick].matched_tokens;
+  d.precise = views[pick].precise;
   d.candidates.reserve(views.size());
   for (size_t i = 0; i < views.size(); ++i) {
     const CandidateView& v = views[i];
     d.candidates.push_back(CandidateScore{v.info->id, v.predicted_ttft_s, v.queue_wait_s,
-                                          v.matched_tokens, v.in_flight, v.metrics_age_s,
-                                          scores[i]});
+                                          v.matched_tokens, v.in_flight, v.metrics_age_s, scores[i],
+                                          v.precise});
   }
   return d;
 }
@@ -300,6 +330,33 @@ void Router::OnCompletionText(const EndpointId& endpoint, std::span<const uint64
   it->second->index.Insert(block_hashes.first(block_hashes.size() - 1));
 }
 
+void Router::OnKvEvents(const EndpointId& id, const kv::EventBatch& batch) {
+  auto it = impl_->endpoints.find(id);
+  if (it == impl_->endpoints.end()) return;
+  it->second->precise.Apply(batch);
+  ++it->second->kv_batches;
+}
+
+void Router::ClearKvEvents(const EndpointId& id) {
+  auto it = impl_->endpoints.find(id);
+  if (it == impl_->endpoints.end()) return;
+  it->second->precise.Clear();
+  ++it->second->kv_clears;
+}
+
+void Router::SetKvEventsLive(const EndpointId& id, bool live) {
+  auto it = impl_->endpoints.find(id);
+  if (it != impl_->endpoints.end()) it->second->kv_live = live;
+}
+
+std::optional<KvIndexStats> Router::KvIndex(const EndpointId& id) const {
+  auto it = impl_->endpoints.find(id);
+  if (it == impl_->endpoints.end()) return std::nullopt;
+  const EndpointState& e = *it->second;
+  return KvIndexStats{e.kv_live, e.precise.size(), e.precise.block_size(), e.kv_batches,
+                      e.kv_clears};
+}
+
 std::vector<std::string> Router::StrategyNames() const { return RegisteredStrategyNames(); }
 
 std::vector<EndpointInfo> Router::Endpoints() const {
@@ -318,7 +375,7 @@ std::vector<CandidateScore> Router::Score(const RequestFeatures& features,
     if (it == impl_->endpoints.end() || !it->second->healthy) continue;
     CandidateView v = impl_->View(features, *it->second, now, nullptr);
     out.push_back(CandidateScore{v.info->id, v.predicted_ttft_s, v.queue_wait_s, v.matched_tokens,
-                                 v.in_flight, v.metrics_age_s, 0.0});
+                                 v.in_flight, v.metrics_age_s, 0.0, v.precise});
   }
   return out;
 }

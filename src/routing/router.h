@@ -22,6 +22,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "kv/events.h"
 #include "routing/metrics_snapshot.h"
 
 namespace kinference::routing {
@@ -43,6 +44,14 @@ struct RequestFeatures {
   std::vector<uint64_t> block_hashes;
   size_t prompt_chars = 0;  // characters of the rendered text
   int max_tokens = 0;       // requested output cap (0 if unknown)
+  // Engine block keys (kv/block_hash.h BlockHasher::BlockKeys) of the prompt's token ids
+  // under the served model's tokenizer and chat template, in blocks of
+  // `engine_block_size` tokens, matched against the precise index of endpoints whose
+  // KV-event feed is live (SetKvEventsLive). Empty when the caller could not tokenize
+  // the request exactly: the approximate index (block_hashes) is used then.
+  std::vector<uint64_t> engine_block_keys;
+  int engine_block_size = 0;
+  int prompt_tokens = 0;  // exact prompt tokens when known (0: estimated from characters)
 };
 
 // Chained hashes of `text` split into blocks of `block_chars` characters; the last
@@ -57,6 +66,7 @@ struct CandidateScore {
   int in_flight = 0;            // requests dispatched here and not finished
   double metrics_age_s = -1;    // age of the last scrape; -1 if never scraped
   double score = 0;             // the strategy's own score (lower is better)
+  bool precise = false;         // matched_tokens from the precise (KV-event) index
 };
 
 struct Decision {
@@ -64,7 +74,16 @@ struct Decision {
   std::string strategy;
   double predicted_ttft_s = 0;
   double matched_tokens = 0;
+  bool precise = false;                    // the chosen endpoint's match came from its KV events
   std::vector<CandidateScore> candidates;  // one per candidate considered
+};
+
+// The precise (KV-event) index of one endpoint, for metrics and debugging.
+struct KvIndexStats {
+  bool live = false;   // matched with it now (SetKvEventsLive)
+  size_t blocks = 0;   // engine blocks it holds
+  int block_size = 0;  // engine block size (tokens); 0 until a BlockStored
+  uint64_t batches = 0, clears = 0;
 };
 
 struct Usage {
@@ -127,6 +146,18 @@ class Router {
   // turn. Unknown endpoints are ignored. Cost O(blocks).
   void OnCompletionText(const EndpointId& endpoint, std::span<const uint64_t> block_hashes,
                         Seconds now);
+
+  // ---- KV events: the precise prefix index (routing/precise_index.h) ----
+  // A batch from the endpoint's KV-event publisher, in sequence order (kv/event_stream.h
+  // decides the order, replays and restarts). Unknown endpoints are ignored.
+  void OnKvEvents(const EndpointId& id, const kv::EventBatch& batch);
+  // Forgets the endpoint's precise index (publisher restarted, an unfillable gap).
+  void ClearKvEvents(const EndpointId& id);
+  // Whether the endpoint's feed can be trusted now (subscribed, connected, decoding).
+  // Not live (the default, a dead publisher, a decoder failure): its requests are
+  // matched with the approximate index, which is kept up to date in both modes.
+  void SetKvEventsLive(const EndpointId& id, bool live);
+  std::optional<KvIndexStats> KvIndex(const EndpointId& id) const;
 
   std::vector<std::string> StrategyNames() const;
   std::vector<EndpointInfo> Endpoints() const;

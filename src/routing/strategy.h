@@ -41,6 +41,7 @@ struct CandidateView {
   double queued_prefill_tokens = 0;          // estimated uncached tokens queued ahead
   double running_seqs = 0;                   // estimated sequences decoding
   double matched_tokens = 0;                 // expected prefix-cache hit for this request
+  bool precise = false;                      // matched_tokens from the engine's KV events
   double uncached_tokens = 0;                // expected prefill for this request
   // Tokens of cached prefixes (by the prefix index's belief) that admitting this
   // request's uncached tokens would push out of the endpoint's cache (LRU), 0 while the
