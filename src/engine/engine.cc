@@ -221,10 +221,27 @@ StepOutput Engine::Impl::CompleteStep() {
   for (auto& f : abort_outputs_) out.finished.push_back(std::move(f));
   abort_outputs_.clear();
 
-  for (const BlockCacheEvent& e : pool_.TakeEvents()) {
-    KvEvent ev{
-        e.stored ? KvEvent::Kind::kBlockStored : KvEvent::Kind::kBlockRemoved, {e.hash}, e.parent};
-    out.kv_events.push_back(std::move(ev));
+  for (BlockCacheEvent& e : pool_.TakeEvents()) {
+    if (!e.stored) {
+      out.kv_events.push_back(kv::BlockRemoved{{e.hash}, kv::kMediumGpu, std::nullopt});
+      continue;
+    }
+    // A block continuing the previous BlockStored's chain joins it (one event per run of
+    // blocks a request filled, as vLLM's cache_full_blocks).
+    auto* last =
+        out.kv_events.empty() ? nullptr : std::get_if<kv::BlockStored>(&out.kv_events.back());
+    if (last && e.parent && *e.parent == last->block_hashes.back()) {
+      last->block_hashes.push_back(e.hash);
+      last->token_ids.insert(last->token_ids.end(), e.tokens.begin(), e.tokens.end());
+      continue;
+    }
+    kv::BlockStored s;
+    s.block_hashes = {e.hash};
+    s.parent_block_hash = e.parent;
+    s.token_ids = std::move(e.tokens);
+    s.block_size = profile_.block_size;
+    s.medium = kv::kMediumGpu;
+    out.kv_events.push_back(std::move(s));
   }
   PromoteReady(out.end);  // so the waiting gauge counts requests past their front end
   UpdateGauges();

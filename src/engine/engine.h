@@ -27,6 +27,7 @@
 #include "common/tokenizer.h"
 #include "engine/metrics.h"
 #include "engine/profile.h"
+#include "kv/events.h"
 
 namespace kinference::engine {
 
@@ -60,21 +61,17 @@ struct FinishedRequest {
   int preemptions = 0;
 };
 
-// vLLM KV-cache events (vllm/distributed/kv_events.py): BlockStored, BlockRemoved,
-// AllBlocksCleared. Kept for the KV-events feed; the router does not need them.
-struct KvEvent {
-  enum class Kind { kBlockStored, kBlockRemoved, kAllBlocksCleared } kind;
-  std::vector<uint64_t> block_hashes;
-  std::optional<uint64_t> parent_block_hash;
-};
-
 struct StepOutput {
   Seconds start = 0, end = 0;
   int scheduled_prefill_tokens = 0;
   int scheduled_decode_seqs = 0;
   std::vector<TokenEvent> tokens;
   std::vector<FinishedRequest> finished;
-  std::vector<KvEvent> kv_events;
+  // vLLM's KV-cache events for the step (kv/events.h), as vLLM emits them: one
+  // BlockStored per run of blocks a request filled (block hashes as vLLM's sha256 keys,
+  // parent, token ids, block size, medium "GPU"), one BlockRemoved per evicted block,
+  // before the BlockStored that needed its space.
+  std::vector<kv::KvEvent> kv_events;
 };
 
 class Engine {

@@ -29,10 +29,10 @@ struct Req {
   EngineRequest r;
   std::vector<TokenId> tokens;  // prompt + output tokens so far
   int prompt_len = 0;
-  int num_computed = 0;          // tokens whose KV is in `blocks`
-  int num_cached_blocks = 0;     // leading blocks already offered to the prefix cache
-  std::vector<int> blocks;       // block ids, in sequence order
-  std::vector<uint64_t> hashes;  // chained hashes of the leading full blocks of `tokens`
+  int num_computed = 0;           // tokens whose KV is in `blocks`
+  int num_cached_blocks = 0;      // leading blocks already offered to the prefix cache
+  std::vector<int> blocks;        // block ids, in sequence order
+  std::vector<BlockHash> hashes;  // chained hashes of the leading full blocks of `tokens`
   int num_output = 0;
   int eos_at = 0;  // output count at which EOS is sampled; 0 = never (ignore_eos)
   Seconds ready = 0;

@@ -14,13 +14,14 @@ int HitTokens(const BlockPool& pool, const std::vector<TokenId>& tokens, int blo
   const int n = static_cast<int>(tokens.size());
   if (n == 0) return 0;
   const int max_blocks = (n - 1) / block_size;
-  std::optional<uint64_t> parent;
+  BlockHash parent;
   int hits = 0;
   for (int i = 0; i < max_blocks; ++i) {
-    uint64_t h = ChainedBlockHash(
-        parent, std::span<const TokenId>(tokens.data() + static_cast<size_t>(i) * block_size,
-                                         static_cast<size_t>(block_size)));
-    if (!pool.Lookup(h)) break;
+    BlockHash h = ChainedBlockHash(
+        i > 0 ? &parent : nullptr,
+        std::span<const TokenId>(tokens.data() + static_cast<size_t>(i) * block_size,
+                                 static_cast<size_t>(block_size)));
+    if (!pool.Lookup(h.key)) break;
     parent = h;
     ++hits;
   }

@@ -1,12 +1,13 @@
 #include "engine/kv_cache.h"
 
-#include <xxhash.h>
-
 namespace kinference::engine {
 
-uint64_t ChainedBlockHash(std::optional<uint64_t> parent, std::span<const TokenId> tokens) {
-  // The parent hash seeds XXH3 over the block's token ids.
-  return XXH3_64bits_withSeed(tokens.data(), tokens.size_bytes(), parent.value_or(kRootBlockHash));
+BlockHash ChainedBlockHash(const BlockHash* parent, std::span<const TokenId> tokens) {
+  static const kv::BlockHasher hasher;  // vLLM's default NONE_HASH seed
+  BlockHash h;
+  h.digest = hasher.HashBlock(parent ? &parent->digest : nullptr, tokens);
+  h.key = kv::ExternalKey(h.digest);
+  return h;
 }
 
 BlockPool::BlockPool(int num_blocks, int block_size)
@@ -39,7 +40,7 @@ bool BlockPool::Allocate(int n, std::vector<int>& out) {
     Block& blk = blocks_[b];
     if (blk.has_hash) {
       cached_.erase(blk.hash);
-      events_.push_back({false, blk.hash, std::nullopt});
+      events_.push_back({false, blk.hash, std::nullopt, {}});
       blk.has_hash = false;
     }
     blk.ref_cnt = 1;
@@ -54,13 +55,14 @@ void BlockPool::Free(std::span<const int> blocks) {
   }
 }
 
-bool BlockPool::Cache(int block, uint64_t hash, std::optional<uint64_t> parent) {
+bool BlockPool::Cache(int block, uint64_t hash, std::optional<uint64_t> parent,
+                      std::span<const TokenId> tokens) {
   Block& blk = blocks_[block];
   if (blk.has_hash || cached_.contains(hash)) return false;
   blk.has_hash = true;
   blk.hash = hash;
   cached_.emplace(hash, block);
-  events_.push_back({true, hash, parent});
+  events_.push_back({true, hash, parent, std::vector<TokenId>(tokens.begin(), tokens.end())});
   return true;
 }
 

@@ -2,8 +2,9 @@
 // kv_cache_manager.py.
 //
 // Promises: a fixed pool of `num_blocks` KV blocks of `block_size` tokens. Full blocks
-// are identified by chained hashes (ChainedBlockHash: XXH3-64 over the block's token
-// ids seeded with the parent block's hash), so equal hashes mean equal token prefixes. Blocks are
+// are identified by chained hashes computed as vLLM's (ChainedBlockHash: sha256 over the
+// parent's digest and the block's token ids, kv/block_hash.h), keyed by the 64-bit key
+// vLLM's KV events carry, so equal keys mean equal token prefixes. Blocks are
 // reference-counted; a block whose count drops to 0 is appended to the tail of the free
 // queue and keeps its hash (stays a prefix-cache hit) until it is reused. Allocation
 // pops from the head of the free queue (least recently freed first = LRU); popping a
@@ -24,19 +25,26 @@
 #include <vector>
 
 #include "common/tokenizer.h"
+#include "kv/block_hash.h"
 
 namespace kinference::engine {
 
-// Hash of a full block: XXH3-64 of the block's token ids, seeded with the parent block's
-// hash. The first block of a sequence has no parent; kRootBlockHash seeds it instead.
-inline constexpr uint64_t kRootBlockHash = 0x6b696e666572656eULL;  // arbitrary fixed seed
-uint64_t ChainedBlockHash(std::optional<uint64_t> parent, std::span<const TokenId> tokens);
+// Hash of a full block as vLLM computes it with its default sha256 algorithm and NONE_HASH
+// seed (kv/block_hash.h): `digest` chains to the next block; `key` (the digest's last
+// 8 bytes) names the block in the cache and in KV events. The first block of a sequence
+// has no parent (nullptr).
+struct BlockHash {
+  kv::Digest digest{};
+  uint64_t key = 0;
+};
+BlockHash ChainedBlockHash(const BlockHash* parent, std::span<const TokenId> tokens);
 
 // One cache change, in vLLM's KV-events terms.
 struct BlockCacheEvent {
   bool stored = true;  // true: BlockStored, false: BlockRemoved
   uint64_t hash = 0;
   std::optional<uint64_t> parent;  // BlockStored only
+  std::vector<TokenId> tokens;     // BlockStored only: the block's token ids
 };
 
 class BlockPool {
@@ -63,10 +71,11 @@ class BlockPool {
   // Drops one reference from each block, in the order given; blocks reaching 0 go to the
   // free queue's tail.
   void Free(std::span<const int> blocks);
-  // Marks `block` as the full block with `hash` (child of `parent`) and records a
-  // BlockStored event. Returns false (block left uncached) if the hash is already cached
-  // in another block or the block already has a hash.
-  bool Cache(int block, uint64_t hash, std::optional<uint64_t> parent);
+  // Marks `block` as the full block with `hash` (child of `parent`, holding `tokens`) and
+  // records a BlockStored event. Returns false (block left uncached) if the hash is
+  // already cached in another block or the block already has a hash.
+  bool Cache(int block, uint64_t hash, std::optional<uint64_t> parent,
+             std::span<const TokenId> tokens = {});
   std::optional<uint64_t> HashOf(int block) const;
 
   // Events since the last call, in order.

@@ -11,10 +11,8 @@ void Engine::Impl::EnsureHashes(Req& r, int n_blocks) {
   while (static_cast<int>(r.hashes.size()) < n_blocks) {
     size_t i = r.hashes.size();
     if (static_cast<int>((i + 1) * bs) > r.num_tokens()) break;
-    std::optional<uint64_t> parent;
-    if (i > 0) parent = r.hashes[i - 1];
-    r.hashes.push_back(
-        ChainedBlockHash(parent, std::span<const TokenId>(r.tokens.data() + i * bs, bs)));
+    r.hashes.push_back(ChainedBlockHash(i > 0 ? &r.hashes[i - 1] : nullptr,
+                                        std::span<const TokenId>(r.tokens.data() + i * bs, bs)));
   }
 }
 
@@ -25,8 +23,10 @@ void Engine::Impl::CacheFullBlocks(Req& r, int upto_tokens) {
   EnsureHashes(r, full);
   for (int i = r.num_cached_blocks; i < full; ++i) {
     std::optional<uint64_t> parent;
-    if (i > 0) parent = r.hashes[i - 1];
-    pool_.Cache(r.blocks[i], r.hashes[i], parent);
+    if (i > 0) parent = r.hashes[i - 1].key;
+    const size_t bs = static_cast<size_t>(profile_.block_size);
+    pool_.Cache(r.blocks[i], r.hashes[i].key, parent,
+                std::span<const TokenId>(r.tokens.data() + i * bs, bs));
   }
   r.num_cached_blocks = std::max(r.num_cached_blocks, full);
 }
@@ -46,7 +46,7 @@ std::vector<int> Engine::Impl::FindCachedPrefix(Req& r) {
   EnsureHashes(r, max_blocks);
   std::vector<int> hits;
   for (int i = 0; i < max_blocks; ++i) {
-    auto b = pool_.Lookup(r.hashes[i]);
+    auto b = pool_.Lookup(r.hashes[i].key);
     if (!b) break;
     hits.push_back(*b);
   }

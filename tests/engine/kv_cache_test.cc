@@ -7,10 +7,18 @@ namespace {
 
 TEST(ChainedBlockHash, DependsOnParentAndTokens) {
   std::vector<TokenId> a(16, 1), b(16, 2);
-  uint64_t ha = ChainedBlockHash(std::nullopt, a);
-  EXPECT_EQ(ha, ChainedBlockHash(std::nullopt, a));
-  EXPECT_NE(ha, ChainedBlockHash(std::nullopt, b));
-  EXPECT_NE(ChainedBlockHash(ha, b), ChainedBlockHash(std::nullopt, b));
+  BlockHash ha = ChainedBlockHash(nullptr, a);
+  EXPECT_EQ(ha.key, ChainedBlockHash(nullptr, a).key);
+  EXPECT_NE(ha.key, ChainedBlockHash(nullptr, b).key);
+  EXPECT_NE(ChainedBlockHash(&ha, b).key, ChainedBlockHash(nullptr, b).key);
+}
+
+TEST(ChainedBlockHash, IsVllmsSha256Chain) {
+  // The key vLLM 0.32 publishes for these tokens in blocks of 4 (tests/kv/block_hash_test.cc).
+  std::vector<TokenId> t = {1, 255, 256, 65535, 65536, 151643, 7, 0};
+  BlockHash h0 = ChainedBlockHash(nullptr, std::span(t).first(4));
+  EXPECT_EQ(h0.key, 1991969128899042097ULL);
+  EXPECT_EQ(ChainedBlockHash(&h0, std::span(t).subspan(4)).key, 7598616187730340881ULL);
 }
 
 TEST(BlockPool, AllocatesLeastRecentlyFreedFirstAndEvictsCachedBlocks) {

@@ -79,17 +79,15 @@ TEST(Eviction, FinishedRequestTailBlocksGoFirst) {
   std::vector<uint64_t> removed;
   for (const auto& s : log2.steps) {
     for (const auto& ev : s.kv_events) {
-      if (ev.kind == KvEvent::Kind::kBlockRemoved) removed.push_back(ev.block_hashes.at(0));
+      if (const auto* r = std::get_if<kv::BlockRemoved>(&ev))
+        removed.push_back(r->block_hashes.at(0));
     }
   }
-  uint64_t h = 0;
-  std::optional<uint64_t> parent;
-  for (int i = 0; i < 4; ++i) {
-    h = ChainedBlockHash(parent, std::span<const TokenId>(a.data() + 16 * i, 16));
-    parent = h;
-  }
+  BlockHash h;
+  for (int i = 0; i < 4; ++i)
+    h = ChainedBlockHash(i ? &h : nullptr, std::span<const TokenId>(a.data() + 16 * i, 16));
   ASSERT_EQ(removed.size(), 1u);
-  EXPECT_EQ(removed[0], h);  // a's 4th (tail) block
+  EXPECT_EQ(removed[0], h.key);  // a's 4th (tail) block
   ASSERT_TRUE(e.AddRequest(Req("a2", a, 1, log2.end)).ok());
   EXPECT_EQ(RunToIdle(e, log2.end).finished.at("a2").cached_tokens, 48);
 }
@@ -99,20 +97,27 @@ TEST(KvEvents, BlockStoredChainsParentHashes) {
   auto a = Tokens(1, 50);  // 3 full blocks
   ASSERT_TRUE(e.AddRequest(Req("a", a, 1)).ok());
   auto log = RunToIdle(e, 0);
-  std::vector<KvEvent> stored;
+  std::vector<kv::BlockStored> stored;
   for (const auto& s : log.steps) {
     for (const auto& ev : s.kv_events) {
-      if (ev.kind == KvEvent::Kind::kBlockStored) stored.push_back(ev);
+      if (const auto* b = std::get_if<kv::BlockStored>(&ev)) stored.push_back(*b);
     }
   }
-  ASSERT_EQ(stored.size(), 3u);
-  std::optional<uint64_t> parent;
+  // One event for the run of 3 blocks the prompt filled, as vLLM's cache_full_blocks.
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_FALSE(stored[0].parent_block_hash.has_value());
+  EXPECT_EQ(stored[0].block_size, 16);
+  EXPECT_EQ(stored[0].medium, std::optional<std::string>("GPU"));
+  EXPECT_EQ(stored[0].token_ids, std::vector<TokenId>(a.begin(), a.begin() + 48));
+  BlockHash h;
+  std::vector<uint64_t> keys;
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(stored[i].parent_block_hash, parent);
-    uint64_t h = ChainedBlockHash(parent, std::span<const TokenId>(a.data() + 16 * i, 16));
-    EXPECT_EQ(stored[i].block_hashes, std::vector<uint64_t>{h});
-    parent = h;
+    h = ChainedBlockHash(i ? &h : nullptr, std::span<const TokenId>(a.data() + 16 * i, 16));
+    keys.push_back(h.key);
   }
+  EXPECT_EQ(stored[0].block_hashes, keys);
+  // The router computes the same keys from the tokens alone.
+  EXPECT_EQ(kv::BlockHasher().BlockKeys(a, 16), keys);
 }
 
 TEST(Eviction, LeastRecentlyFreedRequestIsEvictedFirst) {
