@@ -40,6 +40,7 @@ struct CliOptions {
   size_t trace_offset = 0;  // trace: first line used
   // multiturn shape "SYSTEM,USER,OUTPUT,THINK[,TURNS]" (tokens, s); empty = defaults
   std::string multiturn;
+  bool kv_events = false;  // ad-hoc: precise prefix index from the engines' KV events
   bool quiet = false;
 };
 
@@ -101,6 +102,8 @@ Result<Scenario> AdHocScenario(const CliOptions& o, const ScenarioParams& params
   c.options.network_latency_s = params.network_latency_s;
   c.options.scrape_interval_s = params.scrape_interval_s;
   c.options.scrape_jitter_s = params.scrape_jitter_s;
+  c.options.kv_events = o.kv_events;
+  if (o.kv_events) c.label += ",kv-events";
   c.ttft_slo_s = o.slo_s;
   Scenario s{"custom", fmt::format("{} x {}", o.replicas, o.profile), {c}};
   return s;
@@ -179,7 +182,8 @@ void RegisterCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Virtual-time cluster simulation: engine models + the routing core");
   cmd->add_option("--scenario", opts->scenario,
-                  "light-load, capacity, trace, heterogeneous, restarts (comma list) or all")
+                  "light-load, capacity, trace, heterogeneous, restarts, kv-events (comma list) "
+                  "or all")
       ->capture_default_str();
   cmd->add_option("--strategies", opts->strategies,
                   "comma-separated strategies (default: every registered one + oracle)");
@@ -211,6 +215,8 @@ void RegisterCommand(CLI::App& app) {
   cmd->add_option("--slo", opts->slo_s, "ad-hoc: TTFT threshold for goodput, s");
   cmd->add_option("--multiturn", opts->multiturn,
                   "ad-hoc multiturn shape SYSTEM,USER,OUTPUT,THINK[,TURNS] (tokens, s)");
+  cmd->add_flag("--kv-events", opts->kv_events,
+                "ad-hoc: route with the precise prefix index fed by the engines' KV events");
   cmd->add_flag("--quiet", opts->quiet, "print only the timing lines");
   cmd->callback([opts] { SetExitCode(Run(*opts)); });
 }

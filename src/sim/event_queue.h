@@ -27,6 +27,7 @@ enum class EventKind {
   kLeave,              // a: replica
   kRestart,            // a: restart index
   kRestartDone,        // a: restart index
+  kDeliverKvEvents,    // a: pending KV-event batch index
 };
 
 struct Event {

@@ -43,6 +43,7 @@ void Runner::Join(size_t i) {
   rep.up = true;
   rep.in_router = true;
   router_.AddEndpoint(routing::EndpointInfo{rep.spec.id, model_, rep.spec.pool}, now_);
+  if (o_.kv_events) router_.SetKvEventsLive(rep.spec.id, true);  // subscribed from the start
   // Scrapers start at a random phase within one interval, as independent pollers do.
   q_.Push(now_ + Uniform() * o_.scrape_interval_s, EventKind::kScrape, i);
 }
@@ -53,6 +54,8 @@ void Runner::RestartBegin(size_t k, double L) {
   if (it == replicas_.end() || !it->up) return;
   Replica& rep = *it;
   router_.SetHealthy(rep.spec.id, false);
+  // Its KV-event publisher dies with it: the subscriber sees the disconnect.
+  if (o_.kv_events) router_.SetKvEventsLive(rep.spec.id, false);
   // The process dies: everything on it fails; the gateway sees the connections drop.
   std::vector<size_t> lost(rep.on_engine.begin(), rep.on_engine.end());
   std::sort(lost.begin(), lost.end());
@@ -77,8 +80,14 @@ void Runner::RestartEnd(size_t k) {
   it->engine = std::make_unique<engine::Engine>(it->spec.profile);
   it->last_metrics.reset();
   it->up = true;
+  it->kv_seq = 0;
   router_.ResetEndpoint(it->spec.id);
   router_.SetHealthy(it->spec.id, true);
+  // engine-sim's new publisher opens with AllBlocksCleared (sequence 0); the feed is live
+  // again when it arrives.
+  if (o_.kv_events)
+    PublishKvEvents(static_cast<size_t>(it - replicas_.begin()), {kv::AllBlocksCleared{}},
+                    o_.network_latency_s);
 }
 
 void Runner::EngineArrive(size_t idx, double L) {
@@ -130,6 +139,7 @@ void Runner::StepEnd(size_t i, uint64_t epoch, double L) {
   if (rep.epoch != epoch || !rep.up) return;
   rep.busy = false;
   engine::StepOutput out = rep.engine->CompleteStep();
+  if (o_.kv_events && !out.kv_events.empty()) PublishKvEvents(i, std::move(out.kv_events), L);
   for (auto& t : out.tokens) {
     auto it = by_engine_id_.find(t.request_id);
     if (it == by_engine_id_.end()) continue;
@@ -182,6 +192,30 @@ void Runner::Scrape(size_t i, double L) {
   }
   double next = o_.scrape_interval_s + (2 * Uniform() - 1) * o_.scrape_jitter_s;
   q_.Push(now_ + std::max(1e-3, next), EventKind::kScrape, i);
+}
+
+void Runner::PublishKvEvents(size_t i, std::vector<kv::KvEvent> events, double L) {
+  Replica& rep = replicas_[i];
+  uint64_t key = next_kv_batch_++;
+  PendingKvBatch p{i, rep.epoch, kv::EventBatch{now_, std::move(events), 0}};
+  ++rep.kv_seq;
+  kv_batches_.emplace(key, std::move(p));
+  q_.Push(now_ + L, EventKind::kDeliverKvEvents, key);
+}
+
+void Runner::DeliverKvEvents(uint64_t key) {
+  auto it = kv_batches_.find(key);
+  if (it == kv_batches_.end()) return;
+  const Replica& rep = replicas_[it->second.replica];
+  // In order (equal latencies), none lost: the gateway's EventStream (kv/event_stream.h)
+  // would apply each as it comes. A batch from before a restart is dropped with its
+  // process.
+  if (rep.in_router && rep.up && rep.epoch == it->second.epoch) {
+    router_.OnKvEvents(rep.spec.id, it->second.batch);
+    router_.SetKvEventsLive(rep.spec.id, true);
+    ++result_.kv_batches;
+  }
+  kv_batches_.erase(it);
 }
 
 }  // namespace kinference::sim::internal

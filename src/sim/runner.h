@@ -16,6 +16,7 @@
 
 #include "engine/engine.h"
 #include "engine/metrics.h"
+#include "kv/block_hash.h"
 #include "routing/metrics_snapshot.h"
 #include "routing/router.h"
 #include "sim/event_queue.h"
@@ -38,6 +39,14 @@ struct Replica {
   // parses to the same snapshot, so it is reused instead of rendered and parsed again.
   std::optional<engine::EngineMetrics> last_metrics;
   routing::MetricsSnapshot last_snapshot;
+  uint64_t kv_seq = 0;  // next KV-event batch sequence number (0 again after a restart)
+};
+
+// A KV-event batch on its way to the router (delivered one network latency later).
+struct PendingKvBatch {
+  size_t replica;
+  uint64_t epoch;
+  kv::EventBatch batch;
 };
 
 // One request (one turn of one session) from client send to client finish.
@@ -56,6 +65,7 @@ struct Req {
   std::string reply;
   routing::Usage usage;
   double predicted = -1, matched = 0, metrics_age = -1;
+  bool precise = false;
   std::string error;
 };
 
@@ -103,6 +113,9 @@ class Runner {
   void StepEnd(size_t i, uint64_t epoch, double L);
   void GatewayFinished(size_t idx, bool ok, double L);
   void Scrape(size_t i, double L);
+  // Precise mode: sends a replica's KV events to the router (one latency later).
+  void PublishKvEvents(size_t i, std::vector<kv::KvEvent> events, double L);
+  void DeliverKvEvents(uint64_t key);
   double Uniform();
 
   const std::vector<workload::Session>& sessions_;
@@ -117,6 +130,9 @@ class Runner {
   std::unordered_map<std::string, size_t> by_engine_id_;
   std::unordered_map<uint64_t, PendingSnapshot> snapshots_;
   uint64_t next_snapshot_ = 0;
+  std::unordered_map<uint64_t, PendingKvBatch> kv_batches_;
+  uint64_t next_kv_batch_ = 0;
+  kv::BlockHasher hasher_;  // the gateway's: vLLM's default NONE_HASH seed
   std::vector<std::vector<std::string>> replies_;
   // Per session: engine-sim tokens of its chat-templated messages so far (no generation
   // prompt) and how many messages they cover. The tokenizer is prefix-stable and every

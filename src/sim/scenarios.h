@@ -74,6 +74,9 @@ struct Scenario {
   std::string description;
   std::vector<Condition> conditions;
   size_t max_trials = 0;  // > 0: caps RunPlan::trials (deterministic inputs)
+  // Non-empty: of RunPlan::strategies, only these run (a scenario about the prefix
+  // index has nothing to say about strategies that ignore it).
+  std::vector<std::string> strategies;
 };
 
 struct ScenarioParams {

@@ -88,6 +88,8 @@ void Runner::Handle(const Event& e, double L) {
       return RestartBegin(e.a, L);
     case EventKind::kRestartDone:
       return RestartEnd(e.a);
+    case EventKind::kDeliverKvEvents:
+      return DeliverKvEvents(e.a);
   }
 }
 
@@ -136,6 +138,13 @@ void Runner::ClientSend(size_t s, size_t k, double L) {
   r.prompt.reserve(st.tokens.size() + kGenerationPrompt.size());
   r.prompt = st.tokens;
   r.prompt.insert(r.prompt.end(), kGenerationPrompt.begin(), kGenerationPrompt.end());
+  if (o_.kv_events) {
+    // The gateway tokenizes as the served model does and cuts the engine's blocks.
+    const int bs = o_.replicas.front().profile.block_size;
+    r.features.engine_block_keys = hasher_.BlockKeys(r.prompt, bs);
+    r.features.engine_block_size = bs;
+    r.features.prompt_tokens = static_cast<int>(r.prompt.size());
+  }
   q_.Push(now_ + L, EventKind::kGatewayArrive, idx);
 }
 
@@ -187,6 +196,7 @@ void Runner::GatewayArrive(size_t idx, double L) {
   r.dispatched = now_;
   r.predicted = d->predicted_ttft_s;
   r.matched = d->matched_tokens;
+  r.precise = d->precise;
   for (const auto& c : d->candidates)
     if (c.endpoint == d->endpoint) r.metrics_age = c.metrics_age_s;
   for (size_t i = 0; i < replicas_.size(); ++i) {
@@ -222,6 +232,7 @@ void Runner::GatewayFinished(size_t idx, bool ok, double L) {
   out.gateway_ttft_s = r.first_token_gw >= 0 ? r.first_token_gw - r.dispatched : -1;
   out.matched_tokens = r.matched;
   out.metrics_age_s = r.metrics_age;
+  out.precise = r.precise;
   out.think_s = sessions_[r.session].turns[r.turn].think_time_s;
   result_.requests.push_back(std::move(out));
   last_finish_ = std::max(last_finish_, client_end);

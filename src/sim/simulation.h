@@ -69,7 +69,15 @@ struct SimOptions {
   double scrape_interval_s = 1.0;           // the gateway's default (gateway/config.h)
   double scrape_jitter_s = 0;               // each interval +- uniform jitter
   size_t block_chars = 128;                 // prefix-index block (gateway/config.h default)
-  uint64_t seed = 1;                        // router tie-breaks and random, scrape phases, jitter
+  // Precise mode: every engine publishes vLLM's KV events (engine::StepOutput::kv_events,
+  // delivered to the router one network latency after the step) and the gateway knows
+  // each request's token ids (the served model's tokenizer: here engine-sim's) and hashes
+  // them into the engine's block keys (kv::BlockHasher), so the router matches requests
+  // against what each engine actually caches (Router::SetKvEventsLive). A restarting
+  // replica's publisher dies with it (the router falls back to its approximate index)
+  // and comes back with AllBlocksCleared as its first batch.
+  bool kv_events = false;
+  uint64_t seed = 1;          // router tie-breaks and random, scrape phases, jitter
   double time_limit_s = 1e6;  // virtual-time guard: the run stops; unfinished turns unrecorded
 };
 
@@ -81,6 +89,7 @@ struct SimRequest {
   double gateway_ttft_s = -1;    // dispatch to first token at the gateway (what it predicts)
   double matched_tokens = 0;     // Decision::matched_tokens
   double metrics_age_s = -1;     // age of the chosen endpoint's last scrape; -1: none yet
+  bool precise = false;          // Decision::precise (matched with the KV-event index)
   double think_s = 0;            // client think time before it was sent (its turn's)
 };
 
@@ -89,6 +98,7 @@ struct SimResult {
   double duration_s = 0;             // first client send to last client finish
   uint64_t events = 0;               // events processed
   uint64_t scrapes = 0;              // snapshots delivered to the router
+  uint64_t kv_batches = 0;           // KV-event batches delivered to the router
   std::vector<bench::RequestRecord> Records() const;
 };
 
