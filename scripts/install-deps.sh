@@ -11,7 +11,7 @@ PKGS=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev libxxhash-dev
   libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libzmq3-dev cppzmq-dev libmsgpuck-dev libsqlite3-dev
+  libzmq3-dev cppzmq-dev libmsgpuck-dev libpcre2-dev libicu-dev libsqlite3-dev
   libpq-dev libhiredis-dev postgresql redis-server
   python3 python3-venv curl clang-format ccache
   openssl python3-yaml  # scripts/k8s-testenv.sh (keys, tokens); tests/deploy (rendered YAML)
