@@ -136,9 +136,10 @@ Scenario KvEvents(const ScenarioParams& p) {
              "3 x l40s-27b-fp8; approximate prefix index (what the gateway sent where) vs "
              "precise (vLLM KV events, exact token ids); shared-prefix at 0.2 sessions/s and "
              "multiturn at 0.1 sessions/s; +restart: l40s/0 restarts (30 s down, empty cache) "
-             "at 1/3 of the run",
+             "at 1/3 of the run; the Mooncake trace on 12 x h100-27b-fp8 at 1.5x",
              {}};
   s.strategies = {"prefix", "predicted-ttft"};
+  s.max_trials = kTraceSlices;
   for (bool restart : {false, true}) {
     for (bool precise : {false, true}) {
       auto o = BaseOptions(p, MakePool(Profile("l40s-27b-fp8"), "l40s", 3));
@@ -151,6 +152,18 @@ Scenario KvEvents(const ScenarioParams& p) {
       s.conditions.push_back(OpenLoop("shared-prefix", n, rate, o, label));
       if (!restart) s.conditions.push_back(OpenLoop("multiturn", Scaled(24, p), 0.1, o, label));
     }
+  }
+  // The Mooncake trace on 12 x h100 (as the trace scenario at 1.5x): many prefixes, a
+  // cache that evicts, where a belief built from dispatches drifts from what is held.
+  for (bool precise : {false, true}) {
+    auto o = BaseOptions(p, MakePool(Profile("h100-27b-fp8"), "h100", kTraceReplicas));
+    o.kv_events = precise;
+    Condition c = OpenLoop("trace", Scaled(kTraceRequests, p), 0, o,
+                           precise ? "precise,speed=1.5" : "approximate,speed=1.5");
+    c.spec.trace_path = p.trace_path;
+    c.spec.speed = 1.5;
+    c.trace_offset_step = kTraceSliceStride;
+    s.conditions.push_back(c);
   }
   return s;
 }
