@@ -81,7 +81,15 @@ void ZmqSubscriber::Run() {
   auto set_live = [&](bool live, const std::string& reason) {
     if (live_.exchange(live) != live && sink_.on_state) sink_.on_state(live, reason);
   };
-  // Decodes and hands over what the stream says to apply.
+  auto sync_counters = [&] {
+    const StreamCounters& c = s.stream.counters();
+    counters_.gaps = c.gaps;
+    counters_.replayed = c.replayed;
+    counters_.resyncs = c.resyncs;
+    counters_.restarts = c.restarts;
+  };
+  // Decodes and hands over what the stream says to apply (counters first, so that what
+  // the sink sees is already counted).
   auto deliver = [&](StreamStep step) {
     if (step.replay_from) {
       if (s.has_replay) {
@@ -114,6 +122,7 @@ void ZmqSubscriber::Run() {
       batches.push_back(std::move(*b));
     }
     counters_.batches += batches.size();
+    sync_counters();
     if (sink_.on_events) sink_.on_events(clear, std::move(batches));
     if (!error.empty()) {
       set_live(false, "decoder failed: " + error);
@@ -121,14 +130,6 @@ void ZmqSubscriber::Run() {
       set_live(true, "");
     }
   };
-  auto sync_counters = [&] {
-    const StreamCounters& c = s.stream.counters();
-    counters_.gaps = c.gaps;
-    counters_.replayed = c.replayed;
-    counters_.resyncs = c.resyncs;
-    counters_.restarts = c.restarts;
-  };
-
   while (!stop_) {
     zmq::pollitem_t items[] = {{s.sub.handle(), 0, ZMQ_POLLIN, 0},
                                {s.monitor.handle(), 0, ZMQ_POLLIN, 0},
