@@ -5,8 +5,8 @@
 #include "bench/cli.h"
 #include "enginesim/cli.h"
 #include "gateway/cli.h"
+#include "gateway/config/policy_cli.h"
 #include "ledger/usage_cli.h"
-#include "policy/cli.h"
 #include "sim/cli.h"
 
 int main(int argc, char** argv) {
@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   kinference::enginesim::RegisterCommand(app);
   kinference::sim::RegisterCommand(app);
   kinference::bench::RegisterCommand(app);
-  kinference::policy::RegisterCommand(app);
+  kinference::gateway::RegisterPolicyCommand(app);
   kinference::ledger::RegisterUsageCommand(app);
   CLI11_PARSE(app, argc, argv);
   return kinference::ExitCode();

@@ -8,8 +8,8 @@
 #include <memory>
 
 #include "bench/driver.h"
-#include "bench/report.h"
 #include "http/client.h"
+#include "workload/report.h"
 #include "workload/workload.h"
 
 namespace kinference::bench {
@@ -105,7 +105,7 @@ int RunBench(const CliOptions& o) {
   size_t total = 0;
   for (const auto& s : *sessions) total += s.turns.size();
   size_t step = std::max<size_t>(1, total / 10);
-  d.on_record = [total, step](const RequestRecord& r, size_t done) {
+  d.on_record = [total, step](const workload::RequestRecord& r, size_t done) {
     if (done % step == 0 || done == total) {
       fmt::print(stderr, "bench: {}/{} requests done{}\n", done, total,
                  r.ok() ? "" : " (last failed: " + r.error + ")");
@@ -122,29 +122,29 @@ int RunBench(const CliOptions& o) {
     fmt::print(stderr, "bench: {}\n", run.status().message());
     return 2;
   }
-  RunInfo info{o.workload,   o.strategy.empty() ? "direct" : o.strategy,
-               o.label,      o.target,
-               o.time_scale, run->duration_s};
-  Summary summary = Summarize(run->records, info);
-  auto json = SummaryJson(summary);
+  workload::RunInfo info{o.workload,   o.strategy.empty() ? "direct" : o.strategy,
+                         o.label,      o.target,
+                         o.time_scale, run->duration_s};
+  workload::Summary summary = workload::Summarize(run->records, info);
+  auto json = workload::SummaryJson(summary);
 
   if (!o.out_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.out_dir, ec);
     std::string name = (o.label.empty() ? o.workload : o.label) + "_" + info.strategy;
     std::ofstream f(std::filesystem::path(o.out_dir) / (name + ".jsonl"), std::ios::trunc);
-    for (const auto& r : run->records) f << boost::json::serialize(RecordJson(r)) << "\n";
+    for (const auto& r : run->records) f << boost::json::serialize(workload::RecordJson(r)) << "\n";
     if (!f) fmt::print(stderr, "bench: cannot write per-request records to {}\n", o.out_dir);
   }
   if (!o.summary.empty()) {
-    if (Status st = MergeIntoSummaryFile(o.summary, json); !st.ok()) {
+    if (Status st = workload::MergeIntoSummaryFile(o.summary, json); !st.ok()) {
       fmt::print(stderr, "bench: {}\n", st.message());
       return 1;
     }
   }
   boost::json::array one;
   one.push_back(json);
-  fmt::print("{}", FormatTable(one));
+  fmt::print("{}", workload::FormatTable(one));
   if (summary.errors > 0) {
     fmt::print(stderr, "bench: {} of {} requests failed; first: {}\n", summary.errors,
                summary.requests, [&] {
@@ -162,7 +162,7 @@ int PrintTable(const std::string& path) {
     fmt::print(stderr, "bench table: {} does not exist\n", path);
     return 2;
   }
-  auto doc = ReadSummaryFile(path);
+  auto doc = workload::ReadSummaryFile(path);
   if (!doc.ok()) {
     fmt::print(stderr, "bench table: {}\n", doc.status().message());
     return 2;
@@ -172,7 +172,7 @@ int PrintTable(const std::string& path) {
     fmt::print(stderr, "bench table: {} has no results array\n", path);
     return 2;
   }
-  fmt::print("{}", FormatTable(results->as_array()));
+  fmt::print("{}", workload::FormatTable(results->as_array()));
   return 0;
 }
 

@@ -9,8 +9,8 @@
 #include <chrono>
 #include <memory>
 
+#include "api/sse.h"
 #include "http/client.h"
-#include "http/sse.h"
 
 namespace kinference::bench {
 namespace {
@@ -22,9 +22,9 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr size_t kMaxErrorBody = 512;
 
 struct InFlight {
-  RequestRecord record;
+  workload::RequestRecord record;
   std::shared_ptr<http::Call> call;
-  http::SseParser parser;
+  api::SseParser parser;
   int http_status = 0;
   std::string error_body;
   std::string stream_error;
@@ -101,13 +101,13 @@ class Runner {
         }
         return;
       }
-      st->parser.Feed(data, [this, &st](const http::SseEvent& ev) { OnEvent(*st, ev); });
+      st->parser.Feed(data, [this, &st](const api::SseEvent& ev) { OnEvent(*st, ev); });
     };
     cb.on_complete = [this, st, i, k](Status status) { Finish(i, k, st, status); };
     st->call = http::StartCall(io_.get_executor(), std::move(req), std::move(cb));
   }
 
-  void OnEvent(InFlight& st, const http::SseEvent& ev) {
+  void OnEvent(InFlight& st, const api::SseEvent& ev) {
     if (ev.data == "[DONE]") {
       st.done = true;
       return;

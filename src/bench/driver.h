@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/report.h"
+#include "workload/report.h"
 #include "workload/workload.h"
 
 namespace kinference::bench {
@@ -40,7 +40,7 @@ struct DriverOptions {
   size_t concurrency = 0;           // > 0: closed loop
   double request_timeout_s = 1800;  // model seconds without progress before giving up
   // Called after each finished request (progress reporting); may be empty.
-  std::function<void(const RequestRecord&, size_t done)> on_record;
+  std::function<void(const workload::RequestRecord&, size_t done)> on_record;
 };
 
 // The OpenAI request body for turn `k` of `s`.
@@ -48,8 +48,8 @@ std::string ChatRequestBody(const workload::Session& s, size_t k,
                             const std::vector<std::string>& replies, const std::string& model);
 
 struct RunOutput {
-  std::vector<RequestRecord> records;  // in completion order
-  double duration_s = 0;               // model seconds, first send to last finish
+  std::vector<workload::RequestRecord> records;  // in completion order
+  double duration_s = 0;                         // model seconds, first send to last finish
 };
 
 // Runs all sessions to completion. Errors of single requests are recorded, not returned;

@@ -2,11 +2,11 @@
 
 #include <boost/json/serialize.hpp>
 
-#include "gateway/anthropic/messages_request.h"
+#include "api/anthropic/messages_request.h"
 
 namespace kinference::enginesim {
 
-namespace anthropic = gateway::anthropic;
+namespace anthropic = api::anthropic;
 
 Status CheckAnthropicHeaders(const http::Headers& headers, const std::string& required_key) {
   if (headers.Find("anthropic-version").empty())

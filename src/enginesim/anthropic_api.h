@@ -1,7 +1,7 @@
 // engine-sim's Anthropic-compatible surface (POST /v1/messages), so tests have a local
 // Anthropic provider: header checks as Anthropic's API does them, and the translation of
-// a Messages request into the equivalent chat completion, reusing the gateway's
-// Anthropic codec (gateway/anthropic/messages_*.h: request -> OpenAI, and OpenAI
+// a Messages request into the equivalent chat completion, reusing the
+// Anthropic codec (api/anthropic/messages_*.h: request -> OpenAI, and OpenAI
 // responses / chunks -> Anthropic message / event stream, which EngineSimServer feeds
 // with the chunks it would have streamed for /v1/chat/completions).
 //
@@ -21,8 +21,8 @@
 #include <string>
 #include <string_view>
 
+#include "api/anthropic/messages_response.h"
 #include "common/status.h"
-#include "gateway/anthropic/messages_response.h"
 #include "http/server.h"
 
 namespace kinference::enginesim {
@@ -34,7 +34,7 @@ Status CheckAnthropicHeaders(const http::Headers& headers, const std::string& re
 struct MessagesCall {
   std::string chat_body;  // the equivalent /v1/chat/completions body
   bool stream = false;
-  gateway::anthropic::ResponseContext response;  // for translating the answer back
+  api::anthropic::ResponseContext response;  // for translating the answer back
 };
 // Errors: kInvalidArgument naming the field in Anthropic's style.
 Result<MessagesCall> ParseMessagesCall(std::string_view body);

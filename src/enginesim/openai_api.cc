@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "api/json_body.h"
 #include "engine/chat_template.h"
-#include "http/json_body.h"
 
 namespace kinference::enginesim {
 
@@ -15,7 +15,7 @@ namespace {
 
 Result<json::object> ParseObject(std::string_view body) {
   boost::system::error_code ec;
-  json::value v = http::ParseJsonBody(body, ec);
+  json::value v = api::ParseJsonBody(body, ec);
   if (ec) return InvalidArgument("Invalid JSON in request body: " + ec.message());
   if (!v.is_object()) return InvalidArgument("Request body must be a JSON object");
   return std::move(v.as_object());

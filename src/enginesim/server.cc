@@ -8,9 +8,9 @@
 #include <ctime>
 #include <random>
 
+#include "api/sse.h"
 #include "engine/metrics.h"
 #include "enginesim/anthropic_api.h"
-#include "http/sse.h"
 
 namespace kinference::enginesim {
 
@@ -130,7 +130,7 @@ void EngineSimServer::HandleMessages(http::Request request,
 }
 
 void EngineSimServer::Submit(GenerationRequest g, std::shared_ptr<http::ResponseWriter> writer,
-                             std::optional<gateway::anthropic::ResponseContext> anthropic) {
+                             std::optional<api::anthropic::ResponseContext> anthropic) {
   const bool chat = g.chat;
   const engine::HardwareProfile& profile = engine_.profile();
   if (Status s = ResolveRequest(g, options_.served_model_name, profile.max_model_len); !s.ok()) {
@@ -169,7 +169,7 @@ void EngineSimServer::Submit(GenerationRequest g, std::shared_ptr<http::Response
 }
 
 std::string EngineSimServer::Emit(Live& l, const std::string& data) {
-  return l.translator ? l.translator->OnData(data) : http::FormatSse(data);
+  return l.translator ? l.translator->OnData(data) : api::FormatSse(data);
 }
 
 void EngineSimServer::OnClientGone(const std::string& id) {
@@ -291,8 +291,8 @@ void EngineSimServer::Deliver(const engine::StepOutput& out) {
       l.writer->Write(std::move(tail));
       l.writer->End();
     } else if (l.anthropic) {
-      auto r = gateway::anthropic::TranslateResponse(
-          200, FormatResponse(l.meta, l.text, reason, usage), *l.anthropic);
+      auto r = api::anthropic::TranslateResponse(200, FormatResponse(l.meta, l.text, reason, usage),
+                                                 *l.anthropic);
       l.writer->Send(r.status, "application/json", std::move(r.body));
     } else {
       l.writer->Send(200, "application/json", FormatResponse(l.meta, l.text, reason, usage));

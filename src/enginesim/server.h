@@ -25,10 +25,10 @@
 #include <string>
 #include <unordered_map>
 
+#include "api/anthropic/messages_response.h"
 #include "common/clock.h"
 #include "engine/engine.h"
 #include "enginesim/openai_api.h"
-#include "gateway/anthropic/messages_response.h"
 #include "http/server.h"
 
 namespace kinference::enginesim {
@@ -67,8 +67,8 @@ class EngineSimServer {
     bool finish_sent = false;
     std::string text;  // non-streaming: the output so far
     // /v1/messages: the answer is translated to Anthropic's shapes.
-    std::optional<gateway::anthropic::ResponseContext> anthropic;
-    std::optional<gateway::anthropic::StreamTranslator> translator;  // streamed ones
+    std::optional<api::anthropic::ResponseContext> anthropic;
+    std::optional<api::anthropic::StreamTranslator> translator;  // streamed ones
   };
 
   void HandleGenerate(bool chat, http::Request request,
@@ -76,7 +76,7 @@ class EngineSimServer {
   void HandleMessages(http::Request request, std::shared_ptr<http::ResponseWriter> writer);
   // Admits a parsed request and registers its response. `anthropic`: answer a Messages call.
   void Submit(GenerationRequest g, std::shared_ptr<http::ResponseWriter> writer,
-              std::optional<gateway::anthropic::ResponseContext> anthropic);
+              std::optional<api::anthropic::ResponseContext> anthropic);
   // One chunk's JSON (or "[DONE]") as the bytes to stream to `l`'s client.
   static std::string Emit(Live& l, const std::string& data);
   bool Authorized(const http::Request& request, http::ResponseWriter& writer);

@@ -11,8 +11,8 @@
 #include <iostream>
 #include <optional>
 
-#include "gateway/config.h"
-#include "gateway/config_fields.h"
+#include "gateway/config/config.h"
+#include "gateway/config/config_fields.h"
 #include "gateway/gateway.h"
 
 namespace kinference::gateway {

@@ -15,10 +15,10 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "gateway/config.h"
-#include "gateway/policy_runtime.h"
-#include "gateway/provider.h"
-#include "gateway/stats.h"
+#include "gateway/config/config.h"
+#include "gateway/config/policy_runtime.h"
+#include "gateway/stats/stats.h"
+#include "gateway/upstream/provider.h"
 #include "routing/router.h"
 
 namespace kinference::gateway {
@@ -34,14 +34,15 @@ struct Endpoint {
   bool scrape_in_flight = false;
   // The last successful /metrics scrape (queue depth, KV usage for policies); none yet.
   std::optional<routing::MetricsSnapshot> last_metrics;
-  // Providers (gateway/provider.h): class "provider", id "provider/<name>", never scraped.
+  // Providers (gateway/upstream/provider.h): class "provider", id "provider/<name>", never scraped.
   const ProviderConfig* provider = nullptr;  // into GatewayContext::config.providers
   std::string api_key;                       // the provider's; never logged
   std::optional<CircuitBreaker> breaker;
   const char* endpoint_class() const { return provider ? "provider" : "local"; }
 };
 
-// A request the gateway is serving, as seen by a drain (Exchange, exchange.h, implements it).
+// A request the gateway is serving, as seen by a drain (Exchange, exchange/exchange.h, implements
+// it).
 class InFlightRequest {
  public:
   virtual ~InFlightRequest() = default;
@@ -63,7 +64,7 @@ struct GatewayContext {
   uint64_t next_request_id = 1;
   // Requests in flight, for AbortInFlight (expired entries are pruned on insert).
   std::vector<std::weak_ptr<InFlightRequest>> in_flight;
-  // InferencePolicy store, decision log, counters, taggers (policy_gate.h).
+  // InferencePolicy store, decision log, counters, taggers (exchange/policy_gate.h).
   PolicyRuntime policy;
 
   const Endpoint* Find(const std::string& id) const;

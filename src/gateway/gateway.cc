@@ -10,12 +10,13 @@
 #include <map>
 #include <string_view>
 
-#include "gateway/anthropic/handler.h"
-#include "gateway/anthropic/messages_request.h"
+#include "api/anthropic/messages_request.h"
+#include "api/openai/error.h"
 #include "gateway/context.h"
-#include "gateway/policy_gate.h"
-#include "gateway/proxy.h"
-#include "gateway/scraper.h"
+#include "gateway/exchange/policy_gate.h"
+#include "gateway/exchange/proxy.h"
+#include "gateway/front/messages.h"
+#include "gateway/upstream/scraper.h"
 #include "http/server.h"
 
 namespace kinference::gateway {
@@ -41,20 +42,13 @@ void SendMethodNotAllowed(const http::Request& r, const std::string& allow,
   http::Headers extra;
   extra.Add("Allow", allow);
   if (IsAnthropicPath(r.path)) {
-    return w.Send(405, "application/json",
-                  anthropic::ErrorBody(anthropic::ErrorType(ErrorCode::kInvalidArgument), message),
-                  std::move(extra));
+    return w.Send(
+        405, "application/json",
+        api::anthropic::ErrorBody(api::anthropic::ErrorType(ErrorCode::kInvalidArgument), message),
+        std::move(extra));
   }
-  // OpenAiErrorBody's shape; 405 has no ErrorCode, so `code` is patched in.
-  std::string body = http::OpenAiErrorBody(Status(ErrorCode::kInvalidArgument, message));
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
-  if (!ec && v.is_object()) {
-    if (auto* error = v.as_object().if_contains("error"); error && error->is_object()) {
-      error->as_object()["code"] = 405;
-      body = json::serialize(v);
-    }
-  }
+  // OpenAiErrorBody's shape; 405 has no ErrorCode, so `code` is given.
+  std::string body = api::OpenAiErrorBody(Status(ErrorCode::kInvalidArgument, message), 405);
   w.Send(405, "application/json", std::move(body), std::move(extra));
 }
 
@@ -81,14 +75,13 @@ Result<uint16_t> Gateway::Start() {
     server_->Route(std::move(method), std::move(path), std::move(handler));
   };
   route("POST", "/v1/chat/completions", [ctx](http::Request r, auto w) {
-    HandleCompletion(ctx, ApiKind::kChatCompletions, std::move(r), std::move(w));
+    HandleCompletion(ctx, api::ApiKind::kChatCompletions, std::move(r), std::move(w));
   });
   route("POST", "/v1/completions", [ctx](http::Request r, auto w) {
-    HandleCompletion(ctx, ApiKind::kCompletions, std::move(r), std::move(w));
+    HandleCompletion(ctx, api::ApiKind::kCompletions, std::move(r), std::move(w));
   });
-  route("POST", "/v1/messages", [ctx](http::Request r, auto w) {
-    anthropic::HandleMessages(ctx, std::move(r), std::move(w));
-  });
+  route("POST", "/v1/messages",
+        [ctx](http::Request r, auto w) { HandleMessages(ctx, std::move(r), std::move(w)); });
   const auto created = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
@@ -124,8 +117,8 @@ Result<uint16_t> Gateway::Start() {
     }
     const Status not_found(ErrorCode::kNotFound, "Not found: " + r.method + " " + r.path);
     if (IsAnthropicPath(r.path)) {
-      return w->Send(anthropic::ErrorHttpStatus(not_found.code()), "application/json",
-                     anthropic::ErrorBody(not_found));
+      return w->Send(api::anthropic::ErrorHttpStatus(not_found.code()), "application/json",
+                     api::anthropic::ErrorBody(not_found));
     }
     http::SendOpenAiError(*w, not_found);
   });

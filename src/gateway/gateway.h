@@ -1,9 +1,9 @@
 // Gateway: the `kinference gateway` shell. An OpenAI-compatible HTTP front that routes
-// each completion request to the vLLM endpoint the routing core picks (see proxy.h),
-// scrapes endpoints' /metrics (scraper.h) and exports its own stats (stats.h).
+// each completion request to the vLLM endpoint the routing core picks (see exchange/proxy.h),
+// scrapes endpoints' /metrics (upstream/scraper.h) and exports its own stats (stats/stats.h).
 //
 // Routes: POST /v1/chat/completions, POST /v1/completions, POST /v1/messages (Anthropic
-// Messages API, translated to a chat completion; see anthropic/handler.h), GET /v1/models
+// Messages API, translated to a chat completion; see front/messages.h), GET /v1/models
 // (configured models, OpenAI list shape), GET /health (200 with the healthy endpoint count; 503
 // when none is healthy), GET /metrics (Prometheus text), GET /debug/decisions (recent
 // policy decisions as JSON; docs/policy.md). HEAD works wherever GET does (no body);
@@ -14,7 +14,7 @@
 // connections are refused at once, in-flight requests finish, new requests on kept-alive
 // connections get 503; when none remain the gateway stops and calls `done`. After the
 // grace period what is left is ended with an error (streams: the SSE error event; see
-// AbortInFlight in proxy.h), given up to 1 s to flush, then closed.
+// AbortInFlight in exchange/proxy.h), given up to 1 s to flush, then closed.
 //
 // Thread-safety: construct, Start, Drain and Stop on the thread that runs the io_context;
 // the gateway runs everything on that one thread.
@@ -26,7 +26,7 @@
 #include <memory>
 
 #include "common/status.h"
-#include "gateway/config.h"
+#include "gateway/config/config.h"
 
 namespace kinference::http {
 class Server;

@@ -1,9 +1,9 @@
-// Shared pieces of the HTTP library: header lookup and the OpenAI error body.
+// Shared pieces of the HTTP library: header lookup, the OpenAI error response, framing.
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/status.hpp>
-#include <boost/json.hpp>
 #include <cstdio>
 
+#include "api/openai/error.h"
 #include "http/server.h"
 #include "http/wire.h"
 
@@ -16,23 +16,8 @@ std::string_view Headers::Find(std::string_view name) const {
   return {};
 }
 
-std::string OpenAiErrorBody(const Status& status) {
-  boost::json::object error;
-  error["message"] = status.message();
-  error["type"] = OpenAiErrorType(status.code());
-  if (status.param().empty()) {
-    error["param"] = nullptr;
-  } else {
-    error["param"] = status.param();
-  }
-  error["code"] = HttpStatusFor(status.code());
-  boost::json::object root;
-  root["error"] = std::move(error);
-  return boost::json::serialize(root);
-}
-
 void SendOpenAiError(ResponseWriter& w, const Status& status) {
-  w.Send(HttpStatusFor(status.code()), "application/json", OpenAiErrorBody(status));
+  w.Send(HttpStatusFor(status.code()), "application/json", api::OpenAiErrorBody(status));
 }
 
 namespace {

@@ -109,10 +109,7 @@ class Server {
   std::shared_ptr<Impl> impl_;
 };
 
-// {"error":{"message","type","param","code"}} for a non-ok status (OpenAI shape; vLLM
-// uses the same). `code` is the HTTP status as a number.
-std::string OpenAiErrorBody(const Status& status);
-// Sends OpenAiErrorBody with HttpStatusFor(status.code()).
+// Sends api::OpenAiErrorBody (api/openai/error.h) with HttpStatusFor(status.code()).
 void SendOpenAiError(ResponseWriter& w, const Status& status);
 
 }  // namespace kinference::http

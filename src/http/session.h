@@ -33,6 +33,7 @@
 #include <map>
 #include <optional>
 
+#include "api/openai/error.h"
 #include "http/server.h"
 #include "http/wire.h"
 
@@ -250,7 +251,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void SendErrorAndClose(const Status& status) {
     keep_alive_ = false;
-    std::string body = OpenAiErrorBody(status);
+    std::string body = api::OpenAiErrorBody(status);
     Queue(FormatHead(HttpStatusFor(status.code()), "application/json", {}, false,
                      BodyFraming::kContentLength, body.size()) +
               body,

@@ -10,7 +10,7 @@ Writer::~Writer() {
   if (!started_ && !session_->closed()) {
     started_ = true;
     Status st(ErrorCode::kInternal, "The handler produced no response.");
-    std::string body = OpenAiErrorBody(st);
+    std::string body = api::OpenAiErrorBody(st);
     session_->Queue(FormatHead(500, "application/json", {}, keep_alive_,
                                BodyFraming::kContentLength, body.size()) +
                         body,

@@ -9,9 +9,9 @@
 #include <memory>
 #include <sstream>
 
-#include "bench/report.h"
 #include "engine/profile.h"
 #include "sim/scenarios.h"
+#include "workload/report.h"
 
 namespace kinference::sim {
 namespace {
@@ -165,7 +165,7 @@ int Run(const CliOptions& o) {
     total_requests += n;
     if (!o.quiet) {
       fmt::print("== {}: {}\n", s.name, s.description);
-      fmt::print("{}", bench::FormatTable((*doc)["results"].as_array()));
+      fmt::print("{}", workload::FormatTable((*doc)["results"].as_array()));
     }
     fmt::print("{}: {} simulated requests in {:.2f} s wall ({:.0f} req/s) -> {}\n", s.name, n, wall,
                wall > 0 ? n / wall : 0.0, path);

@@ -10,9 +10,9 @@
 #include <map>
 #include <thread>
 
-#include "bench/report.h"
 #include "engine/profile.h"
 #include "routing/strategy.h"
+#include "workload/report.h"
 
 namespace kinference::sim {
 namespace {
@@ -207,7 +207,7 @@ std::vector<std::string> DefaultStrategies() {
 
 boost::json::object Summarize(const std::string& scenario, const Condition& c,
                               const std::string& strategy, const std::vector<SimResult>& trials) {
-  std::vector<bench::RequestRecord> records;
+  std::vector<workload::RequestRecord> records;
   std::vector<double> abs_err, rel_err, goodput, goodput_window;
   // Per trial (in seed order), for paired comparisons between strategies: every strategy
   // runs trial t on the same arrivals.
@@ -236,9 +236,9 @@ boost::json::object Summarize(const std::string& scenario, const Condition& c,
         rel_err.push_back(e / r.gateway_ttft_s);
       }
     }
-    ttft_p50_trials.push_back(Num(bench::Percentile(ttft_t, 0.5)));
-    ttft_p90_trials.push_back(Num(bench::Percentile(ttft_t, 0.9)));
-    e2e_p50_trials.push_back(Num(bench::Percentile(e2e_t, 0.5)));
+    ttft_p50_trials.push_back(Num(workload::Percentile(ttft_t, 0.5)));
+    ttft_p90_trials.push_back(Num(workload::Percentile(ttft_t, 0.9)));
+    e2e_p50_trials.push_back(Num(workload::Percentile(e2e_t, 0.5)));
     met += met_t;
     const double window = c.warmup_sessions > 0 ? last_end - first_start : t.duration_s;
     duration += window;
@@ -248,16 +248,16 @@ boost::json::object Summarize(const std::string& scenario, const Condition& c,
     const double slots = static_cast<double>(std::min(c.options.concurrency, sessions_t));
     if (slot_s > 0 && slots > 0) goodput.push_back(60.0 * slots * met_t / slot_s);
   }
-  bench::RunInfo info;
+  workload::RunInfo info;
   info.workload = c.workload;
   info.strategy = strategy;
   info.label = c.label;
   info.target = "simulate";
   info.duration_s = duration;
-  bench::Summary s = bench::Summarize(records, info);
+  workload::Summary s = workload::Summarize(records, info);
 
-  // The bench summary's fields (bench/report.h), plus the scenario's own.
-  boost::json::object o = bench::SummaryJson(s);
+  // The bench summary's fields (workload/report.h), plus the scenario's own.
+  boost::json::object o = workload::SummaryJson(s);
   o["scenario"] = scenario;
   o["trials"] = trials.size();
   std::vector<double> ttfts;
@@ -265,13 +265,13 @@ boost::json::object Summarize(const std::string& scenario, const Condition& c,
     if (r.ok() && r.ttft_s >= 0) ttfts.push_back(r.ttft_s);
   boost::json::array quantiles;  // TTFT at 0%, 5%, ..., 100%: the CDF for plots
   if (!ttfts.empty())
-    for (int i = 0; i <= 20; ++i) quantiles.push_back(bench::Percentile(ttfts, i / 20.0));
+    for (int i = 0; i <= 20; ++i) quantiles.push_back(workload::Percentile(ttfts, i / 20.0));
   o["ttft_quantiles_s"] = std::move(quantiles);
   o["ttft_p50_s_trials"] = std::move(ttft_p50_trials);
   o["ttft_p90_s_trials"] = std::move(ttft_p90_trials);
   o["e2e_p50_s_trials"] = std::move(e2e_p50_trials);
-  o["prediction_abs_err_p50_s"] = Num(bench::Percentile(abs_err, 0.5));
-  o["prediction_rel_err_p90"] = Num(bench::Percentile(rel_err, 0.9));
+  o["prediction_abs_err_p50_s"] = Num(workload::Percentile(abs_err, 0.5));
+  o["prediction_rel_err_p90"] = Num(workload::Percentile(rel_err, 0.9));
   if (c.options.kv_events) {
     // Share of routed requests matched with the precise index (the rest: a replica's
     // feed was down, as after a restart, and the approximate index stood in).
@@ -383,8 +383,8 @@ Result<boost::json::object> RunScenario(const Scenario& scenario, const RunPlan&
   }
   boost::json::object pred;
   for (auto& [name, e] : errors) {
-    pred[name] = boost::json::object{{"abs_p50_s", Num(bench::Percentile(e.first, 0.5))},
-                                     {"rel_p90", Num(bench::Percentile(e.second, 0.9))},
+    pred[name] = boost::json::object{{"abs_p50_s", Num(workload::Percentile(e.first, 0.5))},
+                                     {"rel_p90", Num(workload::Percentile(e.second, 0.9))},
                                      {"samples", e.first.size()}};
   }
   const double wall =

@@ -28,7 +28,7 @@
 // and for closed-loop conditions concurrency, ttft_slo_s, slo_fraction, goodput_rpm
 // (requests meeting the SLO per minute of run, mean over trials), goodput_rpm_trials,
 // goodput_window_rpm and slo_met
-// (slo_fraction >= 0.9). Percentiles pool the requests of all trials (bench/report.h).
+// (slo_fraction >= 0.9). Percentiles pool the requests of all trials (workload/report.h).
 //
 // Thread-safety: RunScenario runs independent simulations on `jobs` threads and joins
 // them before returning; the functions are otherwise pure.

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <boost/json.hpp>
 
+#include "api/openai/request.h"
 #include "common/tokenizer.h"
 #include "engine/chat_template.h"
-#include "gateway/request.h"
 #include "routing/strategy.h"
 #include "sim/oracle.h"
 #include "sim/runner.h"
@@ -107,7 +107,7 @@ void Runner::ClientSend(size_t s, size_t k, double L) {
   first_send_ = std::min(first_send_, now_);
 
   auto messages = workload::MessagesForTurn(session, k, replies_[s]);
-  // The gateway's rendering for prefix features (gateway/request.h), from the same
+  // The gateway's rendering for prefix features (api/openai/request.h), from the same
   // JSON messages array the bench client sends.
   boost::json::array arr;
   engine::ChatMessages chat;
@@ -115,7 +115,7 @@ void Runner::ClientSend(size_t s, size_t k, double L) {
     arr.push_back(boost::json::object{{"role", m.role}, {"content", m.content}});
     chat.emplace_back(m.role, std::move(m.content));
   }
-  auto text = gateway::RenderChatText(boost::json::value(std::move(arr)));
+  auto text = api::RenderChatText(boost::json::value(std::move(arr)));
   r.features.request_id = r.id;
   r.features.model = model_;
   r.features.max_tokens = r.max_tokens;
@@ -214,7 +214,7 @@ void Runner::GatewayFinished(size_t idx, bool ok, double L) {
                      now_);
   const double client_end = now_ + L;
   SimRequest out;
-  bench::RequestRecord& rec = out.record;
+  workload::RequestRecord& rec = out.record;
   out.session_index = r.session;
   rec.id = r.id;
   rec.session = sessions_[r.session].id;
@@ -263,8 +263,8 @@ void Runner::GatewayFinished(size_t idx, bool ok, double L) {
 
 }  // namespace internal
 
-std::vector<bench::RequestRecord> SimResult::Records() const {
-  std::vector<bench::RequestRecord> out;
+std::vector<workload::RequestRecord> SimResult::Records() const {
+  std::vector<workload::RequestRecord> out;
   out.reserve(requests.size());
   for (const auto& r : requests) out.push_back(r.record);
   return out;

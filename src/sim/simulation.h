@@ -5,7 +5,7 @@
 // time, sequence number). A request's path, as through the real gateway:
 //   client sends turn k of a session
 //   -> (network latency) gateway: RequestFeatures rendered exactly as the gateway does
-//      (gateway::RenderChatText + routing::ChainedBlockHashes), Router::Pick + OnDispatched
+//      (api::RenderChatText + routing::ChainedBlockHashes), Router::Pick + OnDispatched
 //   -> (network latency) engine: AddRequest with the engine-sim prompt (ChatML template
 //      + Tokenize), stepped PlanStep / CompleteStep on the virtual clock
 //   -> first token back at the gateway (+ latency): Router::OnFirstToken
@@ -37,9 +37,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/report.h"
 #include "common/status.h"
 #include "engine/profile.h"
+#include "workload/report.h"
 #include "workload/workload.h"
 
 namespace kinference::sim {
@@ -66,9 +66,9 @@ struct SimOptions {
   std::string strategy = "predicted-ttft";  // a Router strategy name, or "oracle"
   size_t concurrency = 0;                   // > 0: closed loop (arrival_s ignored)
   double network_latency_s = 0;             // one way, per hop (client-gateway, gateway-engine)
-  double scrape_interval_s = 1.0;           // the gateway's default (gateway/config.h)
+  double scrape_interval_s = 1.0;           // the gateway's default (gateway/config/config.h)
   double scrape_jitter_s = 0;               // each interval +- uniform jitter
-  size_t block_chars = 128;                 // prefix-index block (gateway/config.h default)
+  size_t block_chars = 128;                 // prefix-index block (gateway/config/config.h default)
   // Precise mode: every engine publishes vLLM's KV events (engine::StepOutput::kv_events,
   // delivered to the router one network latency after the step) and the gateway knows
   // each request's token ids (the served model's tokenizer: here engine-sim's) and hashes
@@ -83,7 +83,7 @@ struct SimOptions {
 
 // One request as the client and the gateway saw it.
 struct SimRequest {
-  bench::RequestRecord record;   // client view: start_s, ttft_s, e2e_s, usage, endpoint
+  workload::RequestRecord record;   // client view: start_s, ttft_s, e2e_s, usage, endpoint
   size_t session_index = 0;      // index of its session in the workload
   double predicted_ttft_s = -1;  // Decision::predicted_ttft_s (gateway-side TTFT)
   double gateway_ttft_s = -1;    // dispatch to first token at the gateway (what it predicts)
@@ -99,7 +99,7 @@ struct SimResult {
   uint64_t events = 0;               // events processed
   uint64_t scrapes = 0;              // snapshots delivered to the router
   uint64_t kv_batches = 0;           // KV-event batches delivered to the router
-  std::vector<bench::RequestRecord> Records() const;
+  std::vector<workload::RequestRecord> Records() const;
 };
 
 Result<SimResult> Simulate(const std::vector<workload::Session>& sessions, const SimOptions& opts);

@@ -12,8 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include "api/sse.h"
 #include "http/server.h"
-#include "http/sse.h"
 
 namespace kinference::bench {
 namespace {
@@ -73,18 +73,18 @@ class FakeServer {
       http::Headers h;
       h.Add("x-kinference-endpoint", "fake-1");
       w->StartStream(200, "text/event-stream", h);
-      w->Write(http::FormatSse(R"({"choices":[{"index":0,"delta":{"role":"assistant"}}]})"));
+      w->Write(api::FormatSse(R"({"choices":[{"index":0,"delta":{"role":"assistant"}}]})"));
       for (int i = 0; i < n; ++i) {
         boost::json::object chunk{
             {"choices",
              boost::json::array{
                  {{"index", 0}, {"delta", {{"content", " t" + std::to_string(users - 1)}}}}}}};
-        w->Write(http::FormatSse(boost::json::serialize(chunk)));
+        w->Write(api::FormatSse(boost::json::serialize(chunk)));
       }
-      w->Write(
-          http::FormatSse(R"({"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":)" +
-                          std::to_string(n) + R"(,"prompt_tokens_details":{"cached_tokens":7}}})"));
-      w->Write(http::FormatSse("[DONE]"));
+      w->Write(api::FormatSse(R"({"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":)" +
+                              std::to_string(n) +
+                              R"(,"prompt_tokens_details":{"cached_tokens":7}}})"));
+      w->Write(api::FormatSse("[DONE]"));
       w->End();
       std::lock_guard lock(mu_);
       --in_flight_;

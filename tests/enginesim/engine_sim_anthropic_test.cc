@@ -4,8 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include "api/sse.h"
 #include "http/client.h"
-#include "http/sse.h"
 #include "testing/process.h"
 
 namespace kinference::enginesim {
@@ -62,9 +62,9 @@ TEST_F(EngineSimAnthropicTest, WholeMessage) {
 TEST_F(EngineSimAnthropicTest, StreamFollowsAnthropicsEventSequence) {
   auto r = Post(kBody + R"(,"stream":true})");
   ASSERT_EQ(r.status, 200) << r.body;
-  std::vector<http::SseEvent> events;
-  http::SseParser parser;
-  parser.Feed(r.body, [&](const http::SseEvent& e) { events.push_back(e); });
+  std::vector<api::SseEvent> events;
+  api::SseParser parser;
+  parser.Feed(r.body, [&](const api::SseEvent& e) { events.push_back(e); });
   std::vector<std::string> types;
   for (const auto& e : events) {
     EXPECT_EQ(json::parse(e.data).at("type").as_string(), e.event);  // event: matches type

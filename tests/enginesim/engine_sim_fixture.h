@@ -9,8 +9,8 @@
 #include <memory>
 #include <optional>
 
+#include "api/sse.h"
 #include "http/client.h"
-#include "http/sse.h"
 #include "testing/process.h"
 
 namespace kinference::enginesim {
@@ -54,7 +54,7 @@ class EngineSimTest : public ::testing::Test {
   struct Stream {
     int status = 0;
     std::string content_type;
-    std::vector<http::SseEvent> events;
+    std::vector<api::SseEvent> events;
     Status done;
   };
   // POSTs `body` and collects the SSE events. `cancel_after` > 0: cancels the call after
@@ -63,7 +63,7 @@ class EngineSimTest : public ::testing::Test {
                            size_t cancel_after = 0) {
     boost::asio::io_context io;
     Stream s;
-    http::SseParser parser;
+    api::SseParser parser;
     std::shared_ptr<http::Call> call;
     http::ClientCallbacks cb;
     cb.on_headers = [&](int status, const http::Headers& h) {
@@ -71,7 +71,7 @@ class EngineSimTest : public ::testing::Test {
       s.content_type = h.Find("content-type");
     };
     cb.on_data = [&](std::string_view d) {
-      parser.Feed(d, [&](const http::SseEvent& e) {
+      parser.Feed(d, [&](const api::SseEvent& e) {
         s.events.push_back(e);
         if (cancel_after > 0 && s.events.size() == cancel_after) call->Cancel();
       });

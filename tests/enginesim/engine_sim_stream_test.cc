@@ -76,12 +76,12 @@ TEST_F(EngineSimTest, StreamStoppingAtEosEndsWithStop) {
 TEST_F(EngineSimTest, ConcurrentStreamsAllComplete) {
   boost::asio::io_context io;
   constexpr int kStreams = 8;
-  std::vector<http::SseParser> parsers(kStreams);
+  std::vector<api::SseParser> parsers(kStreams);
   std::vector<int> tokens(kStreams, 0), done_events(kStreams, 0), ok(kStreams, 0);
   for (int i = 0; i < kStreams; ++i) {
     http::ClientCallbacks cb;
     cb.on_data = [&, i](std::string_view d) {
-      parsers[i].Feed(d, [&, i](const http::SseEvent& e) {
+      parsers[i].Feed(d, [&, i](const api::SseEvent& e) {
         if (e.data == "[DONE]") {
           ++done_events[i];
         } else {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "gateway/config.h"
+#include "gateway/config/config.h"
 
 namespace kinference::gateway::testing {
 

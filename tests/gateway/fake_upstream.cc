@@ -3,7 +3,7 @@
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
 
-#include "http/sse.h"
+#include "api/sse.h"
 
 namespace kinference::gateway::testing {
 namespace json = boost::json;
@@ -77,31 +77,30 @@ void FakeUpstream::Handle(http::Request r, std::shared_ptr<http::ResponseWriter>
     return;
   }
   w->StartStream(200, "text/event-stream");
-  w->Write(http::FormatSse(Chunk(R"({"role":"assistant","content":""})")));
-  w->Write(http::FormatSse(Chunk(R"({"content":" a"})")));
+  w->Write(api::FormatSse(Chunk(R"({"role":"assistant","content":""})")));
+  w->Write(api::FormatSse(Chunk(R"({"content":" a"})")));
   if (mode_ == FakeMode::kHang) {
     auto counter = closed_counter_;
     w->OnClose([counter] { ++*counter; });
     held_.push_back(std::move(w));  // the server holds writers weakly
     return;
   }
-  w->Write(http::FormatSse(Chunk(R"({"content":" b"})")));
-  w->Write(http::FormatSse(Chunk(R"({"content":" c"})")));
-  w->Write(http::FormatSse(Chunk("{}", "\"stop\"")));
+  w->Write(api::FormatSse(Chunk(R"({"content":" b"})")));
+  w->Write(api::FormatSse(Chunk(R"({"content":" c"})")));
+  w->Write(api::FormatSse(Chunk("{}", "\"stop\"")));
   if (usage) {
-    w->Write(
-        http::FormatSse(std::string(R"({"id":"chatcmpl-1","object":"chat.completion.chunk",)") +
-                        R"("model":"m","choices":[],"usage":)" + kUsage + "}"));
+    w->Write(api::FormatSse(std::string(R"({"id":"chatcmpl-1","object":"chat.completion.chunk",)") +
+                            R"("model":"m","choices":[],"usage":)" + kUsage + "}"));
   }
-  w->Write(http::FormatSse("[DONE]"));
+  w->Write(api::FormatSse("[DONE]"));
   w->End();
 }
 
 void FakeUpstream::FinishHeld() {
   for (auto& w : held_) {
-    w->Write(http::FormatSse(Chunk(R"({"content":" b"})")));
-    w->Write(http::FormatSse(Chunk("{}", "\"stop\"")));
-    w->Write(http::FormatSse("[DONE]"));
+    w->Write(api::FormatSse(Chunk(R"({"content":" b"})")));
+    w->Write(api::FormatSse(Chunk("{}", "\"stop\"")));
+    w->Write(api::FormatSse("[DONE]"));
     w->End();
   }
   held_.clear();
@@ -132,7 +131,7 @@ BreakingUpstream::BreakingUpstream(bool send_event) {
         continue;
       }
       ++posts_;
-      std::string event = http::FormatSse(Chunk(R"({"role":"assistant","content":" a"})"));
+      std::string event = api::FormatSse(Chunk(R"({"role":"assistant","content":" a"})"));
       char size[16];
       snprintf(size, sizeof size, "%zx", event.size());
       std::string out =

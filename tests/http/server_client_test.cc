@@ -209,18 +209,5 @@ TEST(ParseHostPort, Forms) {
   EXPECT_FALSE(ParseHostPort("http://:80").ok());
 }
 
-TEST(OpenAiErrorBody, Shape) {
-  Status s(ErrorCode::kInvalidArgument, "bad \"x\"");
-  s.WithParam("max_tokens");
-  auto j = boost::json::parse(OpenAiErrorBody(s));
-  const auto& e = j.at("error");
-  EXPECT_EQ(e.at("message").as_string(), "bad \"x\"");
-  EXPECT_EQ(e.at("type").as_string(), "invalid_request_error");
-  EXPECT_EQ(e.at("param").as_string(), "max_tokens");
-  EXPECT_EQ(e.at("code").as_int64(), 400);
-  auto k = boost::json::parse(OpenAiErrorBody(Status(ErrorCode::kNotFound, "no")));
-  EXPECT_TRUE(k.at("error").at("param").is_null());
-}
-
 }  // namespace
 }  // namespace kinference::http

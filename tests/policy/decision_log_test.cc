@@ -74,5 +74,58 @@ TEST(DecisionLog, HeaderWithoutPoliciesAndWithAlternative) {
   EXPECT_EQ(RejectingPolicy(Status(ErrorCode::kUnavailable, "no endpoint")), "");
 }
 
+TEST(PolicyCounters, RemovedOncePerRequestRejectedAlsoMatched) {
+  Policy p{.name = "locals-only"};
+  p.constraints.exclude.classes = {EndpointClass::kProvider};
+  Policy other{.name = "other"};  // matches every request, removes nothing
+  auto set = SetOf({p, other});
+  RequestInfo req{.model = "m"};
+  std::vector<Candidate> c{Local("a/0", "m", "a", 0, 0.4), Provider("x/m", "m", "x", 0.2),
+                           Provider("y/m", "m", "y", 0.2)};
+  auto ev = Evaluate(set, req, c);
+  ASSERT_TRUE(ev.ok());
+  ASSERT_EQ(ev->removed.size(), 2u);  // two endpoints removed by one policy
+  PolicyCounters counters;
+  counters.Record(RoutedRecord(*ev, req, 1, "r1", "a/0", 0.4));
+  auto only_providers = std::vector<Candidate>{c[1], c[2]};
+  auto rejected = Evaluate(set, req, only_providers);
+  ASSERT_FALSE(rejected.ok());
+  auto rec = RejectedRecord(rejected.status(), req, 3, 2, "r2", MatchingPolicies(set, req));
+  EXPECT_EQ(rec.rejected_by, "locals-only");
+  counters.Record(rec);
+  auto counts = counters.Snapshot();
+  EXPECT_EQ((counts[{"locals-only", "removed"}]), 1u);
+  EXPECT_EQ((counts[{"locals-only", "matched"}]), 2u);
+  EXPECT_EQ((counts[{"other", "matched"}]), 2u);
+  EXPECT_EQ((counts[{"locals-only", "rejected"}]), 1u);
+  EXPECT_EQ((counts[{"other", "rejected"}]), 0u);
+}
+
+TEST(DecisionLog, DryRunRecordsWouldAddAlternativesAndFilter) {
+  Policy p{.name = "try-small", .mode = Mode::kDryRun};
+  p.alternatives = {{"small", 0.5}};
+  auto set = SetOf({p});
+  RequestInfo req{.tenant = "acme", .model = "m"};
+  std::vector<Candidate> c{Local("a/0", "m", "a", 0, 0.4)};
+  auto ev = Evaluate(set, req, c);
+  ASSERT_TRUE(ev.ok());
+  DecisionLog log;
+  log.Add(RoutedRecord(*ev, req, 1, "r1", "a/0", 0.4));
+  req.tenant = "other";
+  log.Add(RoutedRecord(*ev, req, 2, "r2", "a/0", 0.4));
+  auto all = boost::json::parse(log.ToJson()).at("decisions").as_array();
+  ASSERT_EQ(all.size(), 2u);
+  auto adds = all[0].at("dry_run").as_array()[0].at("would_add_alternatives").as_array();
+  ASSERT_EQ(adds.size(), 1u);
+  EXPECT_EQ(adds[0].at("model").as_string(), "small");
+  EXPECT_DOUBLE_EQ(adds[0].at("tolerance_s").as_double(), 0.5);
+  auto acme =
+      boost::json::parse(log.ToJson([](const DecisionRecord& r) { return r.tenant == "acme"; }))
+          .at("decisions")
+          .as_array();
+  ASSERT_EQ(acme.size(), 1u);
+  EXPECT_EQ(acme[0].at("request_id").as_string(), "r1");
+}
+
 }  // namespace
 }  // namespace kinference::policy

@@ -1,6 +1,10 @@
-// Helpers for policy tests: compact candidate and policy construction.
+// Helpers for policy tests: compact candidate and policy construction, policy files.
 #pragma once
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "policy/evaluate.h"
@@ -41,6 +45,20 @@ inline std::vector<std::string> Endpoints(const std::vector<Candidate>& cs) {
   std::vector<std::string> out;
   for (const auto& c : cs) out.push_back(c.endpoint);
   return out;
+}
+
+// One InferencePolicy document named `name` with `spec` (YAML flow).
+inline std::string PolicyDoc(const std::string& name, const std::string& spec = "{}") {
+  return "apiVersion: kinference.io/v1alpha1\nkind: InferencePolicy\nmetadata: {name: " + name +
+         "}\nspec: " + spec + "\n";
+}
+
+// Writes `text` to a file in the temp directory unique to this process; returns its path.
+inline std::string TempPolicyFile(const std::string& name, const std::string& text) {
+  auto p = std::filesystem::temp_directory_path() /
+           ("policy_test_" + std::to_string(::getpid()) + "_" + name);
+  std::ofstream(p) << text;
+  return p.string();
 }
 
 }  // namespace kinference::policy::testing

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "policy_test_util.h"
+
 namespace kinference::policy {
 namespace {
 
@@ -69,6 +71,23 @@ TEST_F(PolicyStoreTest, ReloadSwapsAndKeepsLastValidSet) {
   EXPECT_EQ(store.Current()->generation, 2u);
   EXPECT_EQ(store.Current()->policies[0].name, "a");
   EXPECT_EQ(first->policies[0].name, "b");
+}
+
+TEST(PolicyStore, ValidatorErrorRejectsTheSetAndKeepsTheLastValid) {
+  auto path = testing::TempPolicyFile("v.yaml", testing::PolicyDoc("v1"));
+  bool reject = false;
+  PolicyStore store({path}, [&](const PolicySet&) {
+    return reject ? Status(ErrorCode::kInvalidArgument, "bad reference") : Status::Ok();
+  });
+  ASSERT_TRUE(store.Reload().ok());
+  auto first = store.Current();
+  reject = true;
+  std::ofstream(path) << testing::PolicyDoc("v2");
+  Status s = store.Reload();
+  EXPECT_EQ(s.message(), "bad reference");
+  EXPECT_EQ(store.Current(), first);
+  EXPECT_EQ(store.Current()->policies[0].name, "v1");
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "bench/report.h"
 #include "common/tokenizer.h"
 #include "engine/profile.h"
 #include "sim/event_queue.h"
+#include "workload/report.h"
 #include "workload/workload.h"
 
 namespace kinference::sim {
@@ -53,7 +53,7 @@ SimOptions Options(const std::string& strategy, size_t replicas = 3) {
 }
 
 double MedianTtft(const SimResult& r) {
-  return bench::Summarize(r.Records(), bench::RunInfo{}).ttft_p50_s;
+  return workload::Summarize(r.Records(), workload::RunInfo{}).ttft_p50_s;
 }
 
 TEST(EventQueueTest, OrdersByTimeThenSchedulingOrder) {
@@ -108,7 +108,7 @@ TEST(SimulationTest, PredictedTtftBeatsRandomOnSharedPrefixAndOracleIsNoWorse) {
   std::vector<double> errors;
   for (const auto& q : oracle->requests)
     errors.push_back(std::abs(q.predicted_ttft_s - q.gateway_ttft_s));
-  EXPECT_LT(bench::Percentile(errors, 0.5), 0.05);
+  EXPECT_LT(workload::Percentile(errors, 0.5), 0.05);
 }
 
 TEST(SimulationTest, RestartEmptiesTheCache) {

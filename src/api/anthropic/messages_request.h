@@ -1,0 +1,69 @@
+// Anthropic Messages API (POST /v1/messages) in front of the gateway, request side: the
+// translation of a Messages request into the equivalent OpenAI chat completion for the
+// local vLLM pool, and Anthropic's error shape.
+//
+// Field mapping (Anthropic API reference "Messages" -> OpenAI "Chat Completions", as vLLM
+// serves it; the full table is in docs/anthropic.md):
+//   system (string | text blocks)        -> a leading {"role":"system"} message
+//   messages[].content string            -> content string
+//   text blocks                          -> content parts [{"type":"text","text"}]
+//   assistant tool_use blocks            -> tool_calls [{id,type:"function",function:
+//                                           {name, arguments: JSON text of input}}]
+//   user tool_result blocks              -> {"role":"tool","tool_call_id","content"}
+//                                           messages, placed before the user's text
+//   tools [{name,description,input_schema}] -> [{"type":"function","function":
+//                                           {name,description,parameters}}]
+//   tool_choice auto|any|tool|none       -> "auto" | "required" | {"type":"function",
+//                                           "function":{"name"}} | "none";
+//                                           disable_parallel_tool_use -> parallel_tool_calls
+//   stop_sequences -> stop; max_tokens, temperature, top_p, stream as is; top_k and
+//   ignore_eos (vLLM extra parameters) as is; metadata.user_id -> user. Streaming requests ask
+//   upstream for usage (stream_options.include_usage) because Anthropic streams always report it.
+// Ignored: thinking, service_tier, container, mcp_servers (no local equivalent).
+// Refused (400): image and document blocks, server tools (types other than "custom").
+// Dropped: thinking / redacted_thinking blocks of earlier assistant turns.
+//
+// Errors: Status kInvalidArgument (400) naming the field in Anthropic's style
+// ("messages.0.content.1: ..."). Units: tokens for max_tokens.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace kinference::api::anthropic {
+
+// What the response side needs to know about the request.
+struct MessagesRequest {
+  std::string model;
+  bool stream = false;
+  int max_tokens = 0;
+  std::vector<std::string> stop_sequences;
+  boost::json::object openai_body;  // the equivalent chat completion request
+};
+
+// Translates a /v1/messages body. max_tokens is required (Anthropic's API requires it).
+Result<MessagesRequest> TranslateRequest(std::string_view body);
+
+// Anthropic error `type` for an error code, per the Anthropic API reference "Errors":
+// 400 invalid_request_error, 401 authentication_error, 403 permission_error,
+// 404 not_found_error, 413 request_too_large, 429 rate_limit_error, 500 api_error,
+// 504 timeout_error, 529 overloaded_error (our kUnavailable: no capacity / no healthy
+// endpoint).
+const char* ErrorType(ErrorCode code);
+// The HTTP status Anthropic uses for an error code (kUnavailable -> 529).
+int ErrorHttpStatus(ErrorCode code);
+// The Anthropic error type for an HTTP status relayed from upstream (503 -> overloaded).
+const char* ErrorTypeForHttpStatus(int status);
+// Anthropic status code for an upstream HTTP error status (503 -> 529, others as is).
+int AnthropicStatusForUpstream(int status);
+// {"type":"error","error":{"type","message"}}.
+std::string ErrorBody(std::string_view type, std::string_view message);
+std::string ErrorBody(const Status& status);
+
+}  // namespace kinference::api::anthropic

@@ -1,0 +1,82 @@
+#include "api/openai/response.h"
+
+#include <boost/json/parse.hpp>
+
+namespace kinference::api {
+namespace json = boost::json;
+namespace {
+
+int IntField(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (!v) return 0;
+  if (v->is_int64()) return static_cast<int>(v->get_int64());
+  if (v->is_uint64()) return static_cast<int>(v->get_uint64());
+  return 0;
+}
+
+bool NonEmptyString(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() && !v->get_string().empty();
+}
+
+}  // namespace
+
+std::optional<Usage> ParseUsage(const json::object& response) {
+  const auto* u = response.if_contains("usage");
+  if (!u || !u->is_object()) return std::nullopt;
+  const json::object& usage = u->get_object();
+  Usage out;
+  out.prompt_tokens = IntField(usage, "prompt_tokens");
+  out.completion_tokens = IntField(usage, "completion_tokens");
+  if (const auto* d = usage.if_contains("prompt_tokens_details"); d && d->is_object())
+    out.cached_tokens = IntField(d->get_object(), "cached_tokens");
+  return out;
+}
+
+ChunkInfo InspectChunk(std::string_view data) {
+  ChunkInfo info;
+  if (data == "[DONE]") {
+    info.done = true;
+    return info;
+  }
+  json::error_code ec;
+  json::value v = json::parse(data, ec);
+  if (ec || !v.is_object()) return info;
+  info.parsed = true;
+  const json::object& o = v.get_object();
+  info.usage = ParseUsage(o);
+  const auto* choices = o.if_contains("choices");
+  const json::array* arr = choices ? choices->if_array() : nullptr;
+  if (info.usage && (!arr || arr->empty())) info.usage_only = true;
+  if (!arr) return info;
+  for (const auto& c : *arr) {
+    const auto* choice = c.if_object();
+    if (!choice) continue;
+    if (NonEmptyString(*choice, "text")) info.has_content = true;  // completions
+    const auto* delta = choice->if_contains("delta");
+    if (delta && delta->is_object()) {
+      const json::object& d = delta->get_object();
+      if (NonEmptyString(d, "content") || NonEmptyString(d, "reasoning_content"))
+        info.has_content = true;
+      if (IntField(*choice, "index") == 0 && NonEmptyString(d, "content"))
+        info.content = std::string(d.at("content").get_string());
+      if (const auto* tc = d.if_contains("tool_calls");
+          tc && tc->is_array() && !tc->get_array().empty())
+        info.has_content = true;
+    }
+  }
+  return info;
+}
+
+std::string ReplyContent(const json::object& response) {
+  const auto* choices = response.if_contains("choices");
+  const json::array* arr = choices ? choices->if_array() : nullptr;
+  if (!arr || arr->empty() || !(*arr)[0].is_object()) return {};
+  const auto* message = (*arr)[0].get_object().if_contains("message");
+  if (!message || !message->is_object()) return {};
+  const auto* content = message->get_object().if_contains("content");
+  if (!content || !content->is_string()) return {};
+  return std::string(content->get_string());
+}
+
+}  // namespace kinference::api

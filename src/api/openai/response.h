@@ -1,0 +1,43 @@
+// OpenAI responses as the gateway reads them back from upstream: token usage, what one
+// streamed chunk carries, and the reply text of a whole chat completion.
+//
+// Shapes: OpenAI API reference "The chat completion object", "The chat completion chunk
+// object", "Completions" (and vLLM's protocol.py, which serves the same fields).
+// Units: tokens.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kinference::api {
+
+// An OpenAI `usage` object.
+struct Usage {
+  int prompt_tokens = 0;
+  int cached_tokens = 0;  // prompt_tokens_details.cached_tokens
+  int completion_tokens = 0;
+};
+
+// usage.{prompt_tokens, prompt_tokens_details.cached_tokens, completion_tokens} of a
+// response or chunk object; nullopt when `usage` is absent or null.
+std::optional<Usage> ParseUsage(const boost::json::object& response);
+
+// What one upstream SSE event's data holds.
+struct ChunkInfo {
+  bool done = false;         // the `[DONE]` sentinel
+  bool parsed = false;       // data was a JSON object
+  bool has_content = false;  // a choice carries non-empty content/text/tool calls
+  bool usage_only = false;   // the final usage chunk: empty choices, usage set
+  std::optional<Usage> usage;
+  std::string content;  // delta.content of choice 0 (a chat chunk's reply text)
+};
+ChunkInfo InspectChunk(std::string_view data);
+
+// choices[0].message.content of a whole chat.completion response; empty when absent.
+std::string ReplyContent(const boost::json::object& response);
+
+}  // namespace kinference::api

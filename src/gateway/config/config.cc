@@ -1,0 +1,146 @@
+#include "gateway/config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "gateway/config/config_fields.h"
+
+namespace kinference::gateway {
+namespace {
+
+using config_fields::CheckKeys;
+using config_fields::DurationS;
+using config_fields::Fail;
+using config_fields::NonEmptyString;
+using config_fields::Positive;
+using config_fields::Scalar;
+
+PoolConfig ParsePool(const YAML::Node& node, const std::string& where) {
+  if (!node.IsMap()) Fail(where, "expected a map with name, model, endpoints");
+  CheckKeys(node, where, {"name", "model", "endpoints"});
+  PoolConfig pool;
+  if (!node["name"]) Fail(where + ".name", "missing");
+  pool.name = NonEmptyString(node["name"], where + ".name");
+  if (!node["model"]) Fail(where + ".model", "missing");
+  pool.model = NonEmptyString(node["model"], where + ".model");
+  const YAML::Node eps = node["endpoints"];
+  if (!eps || !eps.IsSequence() || eps.size() == 0)
+    Fail(where + ".endpoints", "expected a non-empty list of URLs");
+  for (size_t i = 0; i < eps.size(); ++i) {
+    std::string field = where + ".endpoints[" + std::to_string(i) + "]";
+    EndpointAddress a = ParseEndpointUrl(NonEmptyString(eps[i], field), field);
+    for (const auto& seen : pool.endpoints)
+      if (seen.host == a.host && seen.port == a.port)
+        Fail(field, "duplicate endpoint " + a.host + ":" + std::to_string(a.port));
+    pool.endpoints.push_back(std::move(a));
+  }
+  return pool;
+}
+
+}  // namespace
+
+EndpointAddress ParseEndpointUrl(const std::string& url, const std::string& field) {
+  const std::string expected = "expected http://host:port, got '" + url + "'";
+  if (!url.starts_with("http://")) Fail(field, expected);
+  config_fields::HttpUrl u = config_fields::ParseHttpUrl(url, field);
+  if (!u.explicit_port) Fail(field, expected);
+  // vLLM serves its API under /v1 at the root: "/v1" (the OpenAI base-URL habit) is
+  // accepted; any other path would be silently dropped, so it is refused.
+  std::string_view path = u.path;
+  while (path.ends_with("/")) path.remove_suffix(1);
+  if (!path.empty() && path != "/v1")
+    Fail(field, "path '" + u.path + "' not supported (vLLM serves at the root; " + expected + ")");
+  return EndpointAddress{url, std::move(u.host), u.port};
+}
+
+GatewayConfig ParseGatewayConfig(std::string_view yaml_text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(std::string("gateway config: invalid YAML: ") + e.what());
+  }
+  if (!root.IsMap()) throw ConfigError("gateway config: expected a map at the top level");
+  CheckKeys(root, "",
+            {"listen", "strategy", "scrape_interval_s", "time_scale", "request_timeout_s",
+             "max_body_bytes", "block_chars", "drain_timeout_s", "upstream_streaming", "pools",
+             "tenants", "providers", "policies", "tagging"});
+  GatewayConfig c;
+  if (const auto listen = root["listen"]) {
+    if (!listen.IsMap()) Fail("listen", "expected a map with address, port");
+    CheckKeys(listen, "listen", {"address", "port"});
+    if (listen["address"]) c.listen_address = NonEmptyString(listen["address"], "listen.address");
+    if (listen["port"]) {
+      int port = Scalar<int>(listen["port"], "listen.port", "an integer");
+      if (port < 0 || port > 65535) Fail("listen.port", "must be 0..65535");
+      c.listen_port = static_cast<uint16_t>(port);
+    }
+  }
+  if (root["strategy"]) c.strategy = NonEmptyString(root["strategy"], "strategy");
+  if (root["scrape_interval_s"])
+    c.scrape_interval_s = DurationS(root["scrape_interval_s"], "scrape_interval_s");
+  if (root["time_scale"]) c.time_scale = Positive(root["time_scale"], "time_scale");
+  if (root["request_timeout_s"])
+    c.request_timeout_s = DurationS(root["request_timeout_s"], "request_timeout_s");
+  if (root["max_body_bytes"]) {
+    auto v = Scalar<long long>(root["max_body_bytes"], "max_body_bytes", "an integer");
+    if (v <= 0) Fail("max_body_bytes", "must be > 0");
+    c.max_body_bytes = static_cast<size_t>(v);
+  }
+  if (root["block_chars"]) {
+    auto v = Scalar<long long>(root["block_chars"], "block_chars", "an integer");
+    if (v <= 0) Fail("block_chars", "must be > 0");
+    c.block_chars = static_cast<size_t>(v);
+  }
+  if (root["drain_timeout_s"])
+    c.drain_timeout_s =
+        DurationS(root["drain_timeout_s"], "drain_timeout_s", /*zero_allowed=*/true);
+  if (root["upstream_streaming"]) {
+    std::string mode = NonEmptyString(root["upstream_streaming"], "upstream_streaming");
+    if (mode == "always") {
+      c.upstream_streaming = UpstreamStreaming::kAlways;
+    } else if (mode == "as_requested") {
+      c.upstream_streaming = UpstreamStreaming::kAsRequested;
+    } else {
+      Fail("upstream_streaming", "expected always or as_requested, got '" + mode + "'");
+    }
+  }
+  if (root["tenants"]) c.tenants = ParseTenantsConfig(root["tenants"], "tenants");
+  if (root["providers"]) c.providers = ParseProvidersConfig(root["providers"]);
+  if (root["policies"]) c.policies = ParsePoliciesConfig(root["policies"]);
+  if (root["tagging"]) c.tagging = ParseTaggingConfig(root["tagging"]);
+  const YAML::Node pools = root["pools"];
+  if (!c.providers.empty() && (!pools || (pools.IsSequence() && pools.size() == 0))) return c;
+  if (!pools || !pools.IsSequence() || pools.size() == 0)
+    Fail("pools", "expected a non-empty list of pools");
+  std::set<std::string> names;
+  for (size_t i = 0; i < pools.size(); ++i) {
+    std::string where = "pools[" + std::to_string(i) + "]";
+    PoolConfig pool = ParsePool(pools[i], where);
+    if (!names.insert(pool.name).second)
+      Fail(where + ".name", "duplicate pool '" + pool.name + "'");
+    c.pools.push_back(std::move(pool));
+  }
+  return c;
+}
+
+double EffectiveDrainTimeoutS(const GatewayConfig& config,
+                              std::optional<double> cli_drain_timeout_s) {
+  return cli_drain_timeout_s ? *cli_drain_timeout_s : config.drain_timeout_s;
+}
+
+GatewayConfig LoadGatewayConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("gateway config: cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  GatewayConfig c = ParseGatewayConfig(ss.str());
+  ResolvePolicyPaths(c.policies, std::filesystem::path(path).parent_path().string());
+  return c;
+}
+
+}  // namespace kinference::gateway

@@ -1,0 +1,119 @@
+// Gateway configuration: the YAML file given to `kinference gateway --config FILE`, parsed
+// into a plain struct at start-up.
+//
+// Schema (every field but `pools` optional; defaults below):
+//   listen: {address: 127.0.0.1, port: 8000}   # port 0: pick a free port
+//   strategy: predicted-ttft                    # default routing strategy
+//   scrape_interval_s: 1.0                      # model seconds between /metrics scrapes
+//   time_scale: 1.0                             # router clock = RealClock(time_scale)
+//   request_timeout_s: 600                      # model seconds for one upstream call
+//   max_body_bytes: 33554432                    # larger request bodies get 413
+//   block_chars: 128                            # prefix-index block size (characters)
+//   drain_timeout_s: 30                         # real seconds; see below
+//   upstream_streaming: always                  # always | as_requested; see below
+//   pools:
+//     - {name: a, model: m, endpoints: ["http://127.0.0.1:8001", ...]}
+//   tenants: {...}                              # API-key tenants (gateway/front/tenants.h)
+//   providers: [...]                            # external providers (gateway/upstream/provider.h)
+//   policies: {files: [...], reload_interval_s: 2}   # InferencePolicy files
+//   (config/policy_config.h) tagging: {pii: true, simple: true, ...}          # request taggers
+//   (config/policy_config.h)
+// `pools` may be empty or absent when `providers` is given.
+// Times are model seconds: with time_scale K (endpoints running engine-sim --time-scale K)
+// timers fire after t / K real seconds, so a K-times-faster run behaves like a real
+// deployment at 1x. drain_timeout_s is not: it is real (wall-clock) seconds, never scaled;
+// on the first SIGTERM/SIGINT in-flight requests get this long to finish before they are
+// ended (0: at once). Precedence: `kinference gateway --drain-timeout-s S`, when given on
+// the command line, overrides the config's drain_timeout_s, which overrides the default
+// (30 s, Kubernetes' default terminationGracePeriodSeconds; EffectiveDrainTimeoutS).
+// upstream_streaming: `always` (default) sends a client's non-streamed request to an
+// OpenAI-shaped upstream (a local vLLM, an OpenAI provider) as a stream and rebuilds the
+// non-streamed response from its chunks (api/openai/stream_assembler.h), so the gateway observes
+// its first token (TTFT for the router and the stats); requests that a stream cannot answer
+// faithfully (StreamsFaithfully) and Anthropic providers are sent as requested anyway.
+// `as_requested` forwards every request with the client's own stream flag.
+// Several pools may serve the same or different models. Unknown keys are errors
+// (they are almost always typos), so later features add their keys here.
+//
+// Errors: parsing throws ConfigError (start-up only, per the error policy) with a message
+// naming the offending field, e.g. "pools[1].endpoints[0]: expected http://host:port".
+//
+// Thread-safety: plain data; the parser is a pure function.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/config/policy_config.h"
+#include "gateway/front/tenants.h"
+#include "gateway/upstream/provider.h"
+
+namespace kinference::gateway {
+
+struct EndpointAddress {
+  std::string url;  // as written in the config
+  std::string host;
+  uint16_t port = 0;
+};
+
+struct PoolConfig {
+  std::string name;
+  std::string model;  // served model name (OpenAI `model`)
+  std::vector<EndpointAddress> endpoints;
+};
+
+// How non-streamed client requests go upstream (see upstream_streaming above).
+enum class UpstreamStreaming { kAlways, kAsRequested };
+
+struct GatewayConfig {
+  std::string listen_address = "127.0.0.1";
+  uint16_t listen_port = 8000;
+  std::string strategy = "predicted-ttft";
+  double scrape_interval_s = 1.0;
+  double time_scale = 1.0;
+  // Model seconds -> real seconds for timers.
+  double RealSeconds(double model_seconds) const { return model_seconds / time_scale; }
+  // 10 minutes: long generations on a busy replica take minutes; vLLM itself has no
+  // request timeout, so this only bounds a hung upstream.
+  double request_timeout_s = 600;
+  size_t max_body_bytes = 32 * 1024 * 1024;
+  // Matches RouterConfig's default block size.
+  size_t block_chars = 128;
+  // Real seconds (not scaled by time_scale) that a graceful drain waits for in-flight
+  // requests; 30 s: Kubernetes' default terminationGracePeriodSeconds.
+  double drain_timeout_s = 30;
+  UpstreamStreaming upstream_streaming = UpstreamStreaming::kAlways;
+  std::vector<PoolConfig> pools;
+  TenantsConfig tenants;  // enabled == false: every request is tenant "default"
+  std::vector<ProviderConfig> providers;
+  PoliciesConfig policies;  // no files: no policies
+  TaggingConfig tagging;
+};
+
+// The drain grace to use: `cli_drain_timeout_s` when the flag was given on the command
+// line (it overrides the config), else config.drain_timeout_s.
+double EffectiveDrainTimeoutS(const GatewayConfig& config,
+                              std::optional<double> cli_drain_timeout_s);
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses YAML text. Throws ConfigError.
+GatewayConfig ParseGatewayConfig(std::string_view yaml_text);
+// Reads and parses a file. Throws ConfigError (also when the file cannot be read).
+// Relative policies.files are resolved against the file's directory.
+GatewayConfig LoadGatewayConfig(const std::string& path);
+
+// Parses "http://host:port", optionally followed by "/" or "/v1" (other paths are refused:
+// the gateway calls vLLM at its root). Throws ConfigError naming
+// `field` when malformed.
+EndpointAddress ParseEndpointUrl(const std::string& url, const std::string& field);
+
+}  // namespace kinference::gateway

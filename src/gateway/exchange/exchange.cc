@@ -1,0 +1,259 @@
+#include "gateway/exchange/exchange.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <ctime>
+#include <utility>
+
+#include "api/openai/error.h"
+#include "gateway/upstream/upstream_call.h"
+
+namespace kinference::gateway {
+namespace {
+
+routing::Usage ToRouting(const api::Usage& u) {
+  return routing::Usage{.prompt_tokens = u.prompt_tokens,
+                        .cached_tokens = u.cached_tokens,
+                        .completion_tokens = u.completion_tokens};
+}
+
+}  // namespace
+
+Exchange::Exchange(std::shared_ptr<GatewayContext> ctx,
+                   std::shared_ptr<http::ResponseWriter> writer, api::ParsedRequest request,
+                   routing::RequestFeatures features, std::string strategy, std::string path,
+                   Seconds arrival, std::shared_ptr<ResponseCodec> codec, PolicyRequest policy)
+    : ctx_(std::move(ctx)),
+      writer_(std::move(writer)),
+      req_(std::move(request)),
+      features_(std::move(features)),
+      base_request_id_(features_.request_id),
+      strategy_(std::move(strategy)),
+      path_(std::move(path)),
+      arrival_(arrival),
+      codec_(std::move(codec)),
+      policy_(std::move(policy)) {
+  BuildBodies();
+}
+
+void Exchange::BuildBodies() {
+  upstream_body_.clear();
+  streamed_body_.clear();
+  if (!req_.stream && ctx_->config.upstream_streaming == UpstreamStreaming::kAlways &&
+      api::StreamsFaithfully(req_.kind, req_.body)) {
+    streamed_body_ = api::StreamedUpstreamBody(req_);  // every attempt sends this one
+  } else {
+    upstream_body_ = api::UpstreamBody(req_);
+  }
+}
+
+void Exchange::Start() {
+  std::weak_ptr<Exchange> weak = weak_from_this();
+  std::erase_if(ctx_->in_flight, [](const auto& w) { return w.expired(); });
+  ctx_->in_flight.push_back(weak);
+  writer_->OnClose([weak] {
+    if (auto self = weak.lock()) self->OnClientClosed();
+  });
+  Attempt();
+}
+
+void Exchange::Attempt() {
+  ctx_->RefreshBreakers();
+  if (!evaluated_ && !ApplyPolicies()) return;     // rejected: answered
+  if (codec_) codec_->SetServedModel(req_.model);  // a policy's alternative, if any
+  // Retries stay within the set the policies allowed for the first attempt.
+  std::vector<routing::EndpointId> candidates = allowed_;
+  std::erase_if(candidates, [&](const auto& id) {
+    return std::find(tried_.begin(), tried_.end(), id) != tried_.end();
+  });
+  const api::anthropic::NativeRequest* native = codec_ ? codec_->native_anthropic() : nullptr;
+  if (Status s = DropUnsupportedEndpoints(*ctx_, req_.kind, native, tried_.empty(), candidates);
+      !s.ok())
+    return FailBeforeResponse(s, "none");
+  // A provider retrying with no other endpoint for the model retries on itself.
+  if (candidates.empty() && !tried_.empty()) {
+    const Endpoint* last = ctx_->Find(tried_.back());
+    if (last && last->provider) candidates.push_back(last->info.id);
+  }
+  Seconds now = ctx_->clock.Now();
+  if (candidates.empty()) {
+    return FailBeforeResponse(Status(ErrorCode::kUnavailable, last_error_), "none");
+  }
+  auto decision = ctx_->router.Pick(features_, candidates, strategy_, now);
+  if (!decision.ok()) {
+    Status s = decision.status();
+    if (!tried_.empty()) s = Status(ErrorCode::kUnavailable, last_error_);
+    return FailBeforeResponse(s, "none");
+  }
+  decision_ = std::move(*decision);
+  const Endpoint* ep = ctx_->Find(decision_.endpoint);
+  if (!ep) {
+    return FailBeforeResponse(Status(ErrorCode::kInternal, "router picked an unknown endpoint"),
+                              "none");
+  }
+  features_.request_id = tried_.empty()
+                             ? base_request_id_
+                             : base_request_id_ + "-retry" + std::to_string(tried_.size());
+  record_.request_id = features_.request_id;
+  record_.endpoint = decision_.endpoint;
+  record_.predicted_ttft_s = decision_.predicted_ttft_s;
+  LogDecision(*ctx_, record_);
+  ctx_->router.OnDispatched(features_, decision_, now);
+  dispatched_ = true;
+
+  decoder_.reset();
+  relay_raw_ = false;
+  assembler_.reset();
+  assembled_data_ = false;
+  const bool stream_upstream = !streamed_body_.empty();
+  auto call =
+      BuildUpstreamCall(ctx_->config, *ep, req_, stream_upstream ? streamed_body_ : upstream_body_,
+                        path_, features_.request_id, native, stream_upstream);
+  if (!call.ok()) return FailUnsendable(call.status());
+  relay_raw_ = call->passthrough;
+  if (call->assembled) assembler_.emplace(req_.kind);
+  if (call->anthropic) decoder_.emplace(static_cast<int64_t>(std::time(nullptr)));
+
+  auto self = shared_from_this();
+  http::ClientCallbacks cb;
+  cb.on_headers = [self](int status, const http::Headers& h) { self->OnHeaders(status, h); };
+  cb.on_data = [self](std::string_view d) { self->OnData(d); };
+  cb.on_complete = [self](Status s) { self->OnComplete(std::move(s)); };
+  call_ = http::StartCall(ctx_->executor, std::move(call->request), std::move(cb));
+}
+
+void Exchange::FailUnsendable(const Status& s) {
+  if (codec_) {
+    codec_->SendError(*writer_, s, RoutedHeaders());
+  } else {
+    writer_->Send(HttpStatusFor(s.code()), "application/json", api::OpenAiErrorBody(s),
+                  RoutedHeaders());
+  }
+  Finish(routing::Outcome::kError, "error");
+}
+
+bool Exchange::Abort(const Status& s) {
+  if (finished_) return false;
+  spdlog::warn("request {}: aborted: {}", base_request_id_, s.message());
+  finished_ = true;  // the cancelled call's completion is ignored
+  if (call_) {
+    auto call = call_;
+    call->Cancel();
+  }
+  if (response_started_) {
+    writer_->Write(StreamErrorBytes(s, /*abort=*/true));
+    writer_->End();
+  } else if (codec_) {
+    codec_->SendError(*writer_, s, RoutedHeaders());
+  } else {
+    writer_->Send(HttpStatusFor(s.code()), "application/json", api::OpenAiErrorBody(s),
+                  RoutedHeaders());
+  }
+  Finish(routing::Outcome::kError, "error");
+  return true;
+}
+
+void Exchange::OnClientClosed() {
+  if (finished_) return;
+  spdlog::info("request {}: client disconnected; cancelling upstream", base_request_id_);
+  if (call_) {
+    auto call = call_;  // Cancel may complete the call and reset call_
+    call->Cancel();
+  }
+  Finish(routing::Outcome::kCancelled, "cancelled");
+}
+
+bool Exchange::ApplyPolicies() {
+  evaluated_ = true;
+  Seconds now = ctx_->clock.Now();
+  // Endpoints that could never serve this API are no candidates (nor in a 403's list).
+  const api::anthropic::NativeRequest* native = codec_ ? codec_->native_anthropic() : nullptr;
+  auto ev = EvaluatePolicies(*ctx_, policy_, features_, now, [&](const Endpoint& ep) {
+    return SupportsRequest(ep, req_.kind, native);
+  });
+  if (!ev.ok()) {
+    record_ = RejectionRecord(policy_, ev.status(), now, base_request_id_);
+    CountDecision(*ctx_, record_);
+    LogDecision(*ctx_, record_);
+    spdlog::info("request {}: {}", base_request_id_, ev.status().message());
+    FailBeforeResponse(ev.status(), "none", "rejected");
+    return false;
+  }
+  record_ = policy::RoutedRecord(*ev, policy_.info, now, base_request_id_, "", 0);
+  record_.predicted_ttft_s.reset();
+  CountDecision(*ctx_, record_);
+  allowed_ = AllowedEndpoints(*ctx_, *ev, req_.model);
+  if (ev->chosen_model != req_.model) {  // an alternative serves it
+    req_.model = ev->chosen_model;
+    req_.body["model"] = ev->chosen_model;
+    BuildBodies();
+    features_.model = ev->chosen_model;
+  }
+  return true;
+}
+
+http::Headers Exchange::DecisionHeaders() const {
+  http::Headers h;
+  if (evaluated_) h.Add(std::string(policy::kDecisionHeader), DecisionHeaderValue(record_));
+  return h;
+}
+
+void Exchange::FailBeforeResponse(const Status& s, const std::string& endpoint,
+                                  const char* outcome) {
+  finished_ = true;
+  std::string strategy = !decision_.strategy.empty() ? decision_.strategy
+                         : !strategy_.empty()        ? strategy_
+                                                     : ctx_->config.strategy;
+  ctx_->stats.RecordRequest(endpoint, strategy, outcome);
+  if (evaluated_ && record_.outcome == "routed" && record_.endpoint.empty()) {
+    record_.outcome = "error";  // evaluated, but nothing could be picked
+    record_.endpoint = "none";
+    record_.message = s.message();
+    LogDecision(*ctx_, record_);
+  }
+  if (writer_->closed()) return;
+  if (codec_) return codec_->SendError(*writer_, s, DecisionHeaders());
+  writer_->Send(HttpStatusFor(s.code()), "application/json", api::OpenAiErrorBody(s),
+                DecisionHeaders());
+}
+
+void Exchange::Finish(routing::Outcome outcome, const char* label) {
+  finished_ = true;
+  Seconds now = ctx_->clock.Now();
+  if (dispatched_) {
+    ctx_->router.OnFinished(features_.request_id, ToRouting(usage_.value_or(api::Usage{})), outcome,
+                            now);
+  }
+  ctx_->stats.RecordRequest(decision_.endpoint, decision_.strategy, label);
+  if (outcome == routing::Outcome::kSuccess) {
+    // vLLM keeps the reply's KV too: the next turn re-sends prompt + reply.
+    if (dispatched_ && req_.kind == api::ApiKind::kChatCompletions) {
+      ctx_->router.OnCompletionText(
+          decision_.endpoint,
+          routing::ChainedBlockHashes(api::RenderWithReply(req_.prompt_text, reply_),
+                                      ctx_->config.block_chars),
+          now);
+    }
+    ctx_->stats.RecordE2e(req_.model, now - arrival_);
+    if (usage_) ctx_->stats.RecordUsage(req_.tenant, req_.model, ToRouting(*usage_));
+  }
+}
+
+bool Exchange::CanRetry() const {
+  const Endpoint* ep = ctx_->Find(decision_.endpoint);
+  int budget = ep && ep->provider ? ep->provider->retries_before_first_byte : 1;
+  return retries_ < budget;
+}
+
+http::Headers Exchange::RoutedHeaders() const {
+  http::Headers h = DecisionHeaders();
+  h.Add(kModelHeader, req_.model);  // the served model (a policy may pick an alternative)
+  h.Add("x-kinference-endpoint", decision_.endpoint);
+  h.Add("x-kinference-strategy", decision_.strategy);
+  h.Add("x-kinference-predicted-ttft-ms", fmt::format("{:.3f}", decision_.predicted_ttft_s * 1e3));
+  return h;
+}
+
+}  // namespace kinference::gateway

@@ -1,0 +1,154 @@
+// Exchange: one client request on the gateway's request path after parsing (HandleParsed,
+// proxy.h), from the policy evaluation to the last byte written back. Per attempt it
+// lets the router pick among the endpoints the policies allowed (retries exclude those
+// already tried), sends the upstream call (upstream/upstream_call.h), relays the upstream's
+// response (held SSE head, events one by one, whole bodies; Anthropic decoding or native
+// passthrough; a non-streamed request streamed upstream is observed chunk by chunk and
+// answered with the object rebuilt by a StreamAssembler), retries a failure before the first body
+// byte, and finishes once: router feedback, stats, prefix learning. It keeps every promise listed
+// in proxy.h.
+//
+// exchange.cc: attempts, policies, errors answered before a response, abort, finish;
+// exchange_relay.cc: the upstream call's callbacks and the relay to the client.
+//
+// Thread-safety: runs on the gateway's io_context thread only. Held through shared_ptr
+// by the upstream call's callbacks and by HandleParsed until the classifier ran;
+// GatewayContext::in_flight and the client's close callback hold it weakly.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/anthropic/upstream_response.h"
+#include "api/openai/request.h"
+#include "api/openai/response.h"
+#include "api/openai/stream_assembler.h"
+#include "api/sse.h"
+#include "gateway/context.h"
+#include "gateway/exchange/policy_gate.h"
+#include "gateway/exchange/proxy.h"
+#include "http/client.h"
+#include "http/server.h"
+
+namespace kinference::gateway {
+
+class Exchange : public InFlightRequest, public std::enable_shared_from_this<Exchange> {
+ public:
+  // `codec`: null for the OpenAI fronts (upstream bytes pass through). `path`: the
+  // upstream path to POST to. `arrival`: when the request reached the gateway.
+  Exchange(std::shared_ptr<GatewayContext> ctx, std::shared_ptr<http::ResponseWriter> writer,
+           api::ParsedRequest request, routing::RequestFeatures features, std::string strategy,
+           std::string path, Seconds arrival, std::shared_ptr<ResponseCodec> codec,
+           PolicyRequest policy);
+
+  // The request's policy input; RunClassifier adds its tags before Start.
+  PolicyRequest& policy_request() { return policy_; }
+
+  // Registers in GatewayContext::in_flight, watches the client's close, runs the first
+  // attempt.
+  void Start();
+
+  // AbortInFlight: ends the request with `s`; false if it had already finished.
+  bool Abort(const Status& s) override;
+
+ private:
+  // --- exchange.cc ---
+  void Attempt();
+  // The body sent upstream: streamed_body_ when the client did not stream but the config
+  // and the request let it be streamed upstream, else upstream_body_ (the other empty).
+  void BuildBodies();
+  // The request cannot be sent to the picked endpoint (it does not translate for an
+  // Anthropic provider): a client error, counted as an error.
+  void FailUnsendable(const Status& s);
+  void OnClientClosed();
+  // Evaluates the request's policy snapshot, once (first attempt): narrows the endpoints
+  // the router may pick (allowed_), switches to an alternative model, or answers the
+  // rejection (false).
+  bool ApplyPolicies();
+  // x-kinference-decision once policies were evaluated (also on errors after that).
+  http::Headers DecisionHeaders() const;
+  // No upstream response to relay: answer with an error in the API's shape.
+  void FailBeforeResponse(const Status& s, const std::string& endpoint,
+                          const char* outcome = "error");
+  void Finish(routing::Outcome outcome, const char* label);
+  // Whether a failure before the first byte on the current endpoint may be retried:
+  // once for local endpoints, retries_before_first_byte times for a provider.
+  bool CanRetry() const;
+  http::Headers RoutedHeaders() const;
+
+  // --- exchange_relay.cc ---
+  void OnHeaders(int status, const http::Headers& headers);
+  // Sends the held 200 + SSE head: the upstream's first body byte (or its end) arrived.
+  void StartClientStream();
+  void OnData(std::string_view data);
+  // An Anthropic provider's event is first translated into the OpenAI chunks it means.
+  void OnUpstreamEvent(const api::SseEvent& ev);
+  // The bytes that end a started stream with `err`.
+  // The final bytes of a stream that ends in `err`: an upstream failure, or `abort` (the
+  // gateway ended the request itself, e.g. a drain timeout).
+  std::string StreamErrorBytes(const Status& err, bool abort = false);
+  void OnEvent(const api::SseEvent& ev);
+  void OnComplete(Status status);
+  // The upstream answered 401/403: it rejected the gateway's own credentials (a
+  // provider's api key, a local vLLM's --api-key), which is no fault of the client.
+  bool CredentialsRejected() const { return upstream_status_ == 401 || upstream_status_ == 403; }
+  // Answers 502 in the front's error shape; the upstream's body is dropped (it may quote
+  // part of the key) and the error is logged for the operator (never the key).
+  void FailCredentialsRejected();
+  // Native passthrough of a whole Anthropic response: relayed unchanged; usage is read
+  // from its OpenAI translation (cache reads counted once). A 200 that is not a Messages
+  // object is answered 502 in Anthropic's error shape, as on the translated path.
+  void RelayWholeBody();
+  // A streamed upstream answer to a non-streamed request could not be rebuilt (error
+  // event, malformed chunk, incomplete stream: StreamAssembler::Finish): nothing was sent
+  // yet, so 502 in the front's error shape, counted as an error.
+  void FailAssembly(const Status& s);
+
+  std::shared_ptr<GatewayContext> ctx_;
+  std::shared_ptr<http::ResponseWriter> writer_;
+  api::ParsedRequest req_;
+  routing::RequestFeatures features_;
+  std::string base_request_id_;
+  std::string strategy_;  // as requested; empty: the config default
+  std::string path_;
+  std::string upstream_body_;
+  std::string streamed_body_;  // empty: non-streamed requests go upstream as they are
+  Seconds arrival_;
+  std::shared_ptr<ResponseCodec> codec_;  // null: OpenAI pass-through
+  PolicyRequest policy_;                  // snapshot + request info, for the whole request
+  bool evaluated_ = false;
+  std::vector<routing::EndpointId> allowed_;  // what the policies left for the router
+  policy::DecisionRecord record_;             // routed: updated at every pick
+
+  routing::Decision decision_;
+  std::vector<routing::EndpointId> tried_;
+  std::string last_error_ = "no healthy endpoint";
+  std::shared_ptr<http::Call> call_;
+  int retries_ = 0;
+  bool dispatched_ = false;
+  bool retry_pending_ = false;
+  bool response_started_ = false;
+  bool stream_pending_ = false;  // upstream streamed 200 head seen, client head held back
+  bool finished_ = false;
+  int upstream_status_ = 0;
+  std::string upstream_content_type_;
+  std::string body_;
+  api::SseParser parser_;
+  // Anthropic provider on this attempt: its events become OpenAI chunks here; with
+  // relay_raw_ (native passthrough) they are only observed and the bytes relayed.
+  std::optional<api::anthropic::MessagesStreamDecoder> decoder_;
+  bool relay_raw_ = false;
+  // This attempt streams a non-streamed request (UpstreamCall::assembled): its chunks are
+  // observed like a stream's (TTFT, ITL, usage) and rebuilt here into one response.
+  std::optional<api::StreamAssembler> assembler_;
+  bool assembled_data_ = false;  // a body byte of the assembled stream arrived
+  std::optional<api::Usage> usage_;
+  std::string reply_;  // choice 0's reply text (chat), for Router::OnCompletionText
+  std::optional<Seconds> first_token_;
+  Seconds last_token_ = 0;
+};
+
+}  // namespace kinference::gateway

@@ -1,0 +1,212 @@
+#include "gateway/stats/stats.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/prometheus_text.h"
+
+namespace kinference::gateway {
+
+// Ours: TTFT-scale magnitudes (1 ms .. 10 s), mirrored around 0.
+const std::vector<double> kPredictionAbsErrorBuckets = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                        0.25,  0.5,   1.0,  2.5,   5.0,  10.0};
+const std::vector<double> kPredictionErrorBuckets = [] {
+  std::vector<double> b;
+  for (auto it = kPredictionAbsErrorBuckets.rbegin(); it != kPredictionAbsErrorBuckets.rend(); ++it)
+    b.push_back(-*it);
+  b.push_back(0.0);
+  b.insert(b.end(), kPredictionAbsErrorBuckets.begin(), kPredictionAbsErrorBuckets.end());
+  return b;
+}();
+
+namespace {
+
+std::string Num(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (std::isnan(v)) return "NaN";
+  return fmt::format("{}", v);
+}
+
+std::string LabelSet(const std::vector<std::string>& names, const LabelValues& values,
+                     const std::string& extra = {}) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!out.empty()) out += ',';
+    out += names[i] + "=\"" + EscapeLabelValue(i < values.size() ? values[i] : "") + "\"";
+  }
+  if (!extra.empty()) {
+    if (!out.empty()) out += ',';
+    out += extra;
+  }
+  return out.empty() ? out : "{" + out + "}";
+}
+
+void Header(std::string& out, const std::string& name, const std::string& help,
+            const std::string& type) {
+  out += "# HELP " + name + " " + help + "\n";
+  out += "# TYPE " + name + " " + type + "\n";
+}
+
+}  // namespace
+
+CounterFamily::CounterFamily(std::string name, std::string help, std::vector<std::string> labels,
+                             std::string type)
+    : name_(std::move(name)),
+      help_(std::move(help)),
+      type_(std::move(type)),
+      labels_(std::move(labels)) {}
+
+void CounterFamily::Add(const LabelValues& values, double delta) { values_[values] += delta; }
+void CounterFamily::Set(const LabelValues& values, double value) { values_[values] = value; }
+double CounterFamily::Get(const LabelValues& values) const {
+  auto it = values_.find(values);
+  return it == values_.end() ? 0 : it->second;
+}
+
+void CounterFamily::Expose(std::string& out) const {
+  Header(out, name_, help_, type_);
+  for (const auto& [labels, v] : values_)
+    out += name_ + LabelSet(labels_, labels) + " " + Num(v) + "\n";
+}
+
+HistogramFamily::HistogramFamily(std::string name, std::string help,
+                                 std::vector<std::string> labels, std::vector<double> bounds)
+    : name_(std::move(name)),
+      help_(std::move(help)),
+      labels_(std::move(labels)),
+      bounds_(std::move(bounds)) {}
+
+void HistogramFamily::Observe(const LabelValues& values, double v) {
+  HistogramData& h = values_[values];
+  if (h.counts.empty()) h.counts.assign(bounds_.size() + 1, 0);
+  // Prometheus buckets are upper-inclusive: v lands in the first bound >= v.
+  size_t i = std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin();
+  ++h.counts[i];
+  h.sum += v;
+  ++h.count;
+}
+
+const HistogramData* HistogramFamily::Get(const LabelValues& values) const {
+  auto it = values_.find(values);
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+void HistogramFamily::Expose(std::string& out) const {
+  Header(out, name_, help_, "histogram");
+  for (const auto& [labels, h] : values_) {
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i <= bounds_.size(); ++i) {
+      cumulative += h.counts[i];
+      double le = i < bounds_.size() ? bounds_[i] : INFINITY;
+      out += name_ + "_bucket" + LabelSet(labels_, labels, "le=\"" + Num(le) + "\"") + " " +
+             std::to_string(cumulative) + "\n";
+    }
+    out += name_ + "_sum" + LabelSet(labels_, labels) + " " + Num(h.sum) + "\n";
+    out += name_ + "_count" + LabelSet(labels_, labels) + " " + std::to_string(h.count) + "\n";
+  }
+}
+
+Stats::Stats()
+    : ttft_("kinference_time_to_first_token_seconds",
+            "Time from request arrival at the gateway to the first content token.", {"model"},
+            kVllmTtftBuckets),
+      itl_("kinference_inter_token_latency_seconds",
+           "Time between consecutive content chunks of a streamed response.", {"model"},
+           kVllmItlBuckets),
+      e2e_("kinference_e2e_request_latency_seconds",
+           "Time from request arrival at the gateway to the end of its response.", {"model"},
+           kVllmRequestLatencyBuckets),
+      prompt_tokens_("kinference_prompt_tokens_total", "Prompt tokens (upstream usage).",
+                     {"tenant", "model"}),
+      cached_tokens_("kinference_cached_tokens_total",
+                     "Prompt tokens served from the prefix cache (usage.prompt_tokens_details).",
+                     {"tenant", "model"}),
+      uncached_tokens_("kinference_uncached_tokens_total",
+                       "Prompt tokens that had to be prefilled (prompt - cached).",
+                       {"tenant", "model"}),
+      completion_tokens_("kinference_completion_tokens_total", "Completion tokens.",
+                         {"tenant", "model"}),
+      requests_("kinference_requests_total", "Routed requests by endpoint, strategy, outcome.",
+                {"endpoint", "strategy", "outcome"}),
+      prediction_error_("kinference_ttft_prediction_error_seconds",
+                        "Predicted minus observed TTFT of the chosen endpoint.", {"strategy"},
+                        kPredictionErrorBuckets),
+      prediction_abs_error_("kinference_ttft_prediction_abs_error_seconds",
+                            "Absolute difference of predicted and observed TTFT.", {"strategy"},
+                            kPredictionAbsErrorBuckets),
+      endpoint_healthy_("kinference_endpoint_healthy",
+                        "1 when the endpoint's last scrapes succeeded, 0 after 3 failures.",
+                        {"endpoint"}, "gauge"),
+      policy_decisions_("kinference_policy_decisions_total",
+                        "InferencePolicy decisions by policy and outcome (matched, removed "
+                        "candidates, rejected, dry_run_would_reject).",
+                        {"policy", "outcome"}),
+      policy_generation_("kinference_policy_generation",
+                         "Generation of the loaded policy set (0: none loaded).", {}, "gauge"),
+      policy_reload_failures_("kinference_policy_reload_failures_total",
+                              "Policy reloads rejected (the last valid set stayed).", {}) {
+  policy_generation_.Set({}, 0);
+  policy_reload_failures_.Set({}, 0);
+}
+
+void Stats::RecordTtft(const std::string& model, double s) { ttft_.Observe({model}, s); }
+void Stats::RecordItl(const std::string& model, double s) { itl_.Observe({model}, s); }
+void Stats::RecordE2e(const std::string& model, double s) { e2e_.Observe({model}, s); }
+
+void Stats::RecordUsage(const std::string& tenant, const std::string& model,
+                        const routing::Usage& u) {
+  prompt_tokens_.Add({tenant, model}, u.prompt_tokens);
+  cached_tokens_.Add({tenant, model}, u.cached_tokens);
+  uncached_tokens_.Add({tenant, model}, std::max(0, u.prompt_tokens - u.cached_tokens));
+  completion_tokens_.Add({tenant, model}, u.completion_tokens);
+}
+
+void Stats::RecordRequest(const std::string& endpoint, const std::string& strategy,
+                          const std::string& outcome) {
+  requests_.Add({endpoint, strategy, outcome}, 1);
+}
+
+void Stats::RecordTtftPrediction(const std::string& strategy, double predicted_s,
+                                 double observed_s) {
+  double err = predicted_s - observed_s;
+  prediction_error_.Observe({strategy}, err);
+  prediction_abs_error_.Observe({strategy}, std::abs(err));
+}
+
+void Stats::SetEndpointHealthy(const std::string& endpoint, bool healthy) {
+  endpoint_healthy_.Set({endpoint}, healthy ? 1 : 0);
+}
+
+void Stats::SetPolicyDecisions(const std::string& policy, const std::string& outcome,
+                               double count) {
+  policy_decisions_.Set({policy, outcome}, count);
+}
+
+void Stats::SetPolicyGeneration(uint64_t generation) {
+  policy_generation_.Set({}, static_cast<double>(generation));
+}
+
+void Stats::RecordPolicyReloadFailure() { policy_reload_failures_.Add({}, 1); }
+
+std::string Stats::Exposition() const {
+  std::string out;
+  ttft_.Expose(out);
+  itl_.Expose(out);
+  e2e_.Expose(out);
+  prompt_tokens_.Expose(out);
+  cached_tokens_.Expose(out);
+  uncached_tokens_.Expose(out);
+  completion_tokens_.Expose(out);
+  requests_.Expose(out);
+  prediction_error_.Expose(out);
+  prediction_abs_error_.Expose(out);
+  endpoint_healthy_.Expose(out);
+  policy_decisions_.Expose(out);
+  policy_generation_.Expose(out);
+  policy_reload_failures_.Expose(out);
+  return out;
+}
+
+}  // namespace kinference::gateway

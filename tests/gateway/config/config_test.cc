@@ -1,0 +1,181 @@
+#include "gateway/config/config.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config_test_util.h"
+#include "gateway/config/config_fields.h"
+
+namespace kinference::gateway {
+namespace {
+
+std::string ErrorOf(const std::string& yaml) { return testing::ConfigErrorOf(yaml); }
+
+TEST(GatewayConfig, ParsesFullConfig) {
+  auto c = ParseGatewayConfig(R"(
+listen: {address: 0.0.0.0, port: 9000}
+strategy: round-robin
+scrape_interval_s: 0.5
+time_scale: 10
+request_timeout_s: 30
+max_body_bytes: 1024
+block_chars: 64
+pools:
+  - name: a
+    model: m1
+    endpoints: ["http://127.0.0.1:8001", "http://localhost:8002/v1"]
+  - name: b
+    model: m2
+    endpoints: ["http://10.0.0.1:80"]
+)");
+  EXPECT_EQ(c.listen_address, "0.0.0.0");
+  EXPECT_EQ(c.listen_port, 9000);
+  EXPECT_EQ(c.strategy, "round-robin");
+  EXPECT_DOUBLE_EQ(c.scrape_interval_s, 0.5);
+  EXPECT_DOUBLE_EQ(c.time_scale, 10);
+  EXPECT_DOUBLE_EQ(c.request_timeout_s, 30);
+  EXPECT_EQ(c.max_body_bytes, 1024u);
+  EXPECT_EQ(c.block_chars, 64u);
+  ASSERT_EQ(c.pools.size(), 2u);
+  EXPECT_EQ(c.pools[0].name, "a");
+  EXPECT_EQ(c.pools[0].model, "m1");
+  ASSERT_EQ(c.pools[0].endpoints.size(), 2u);
+  EXPECT_EQ(c.pools[0].endpoints[1].host, "localhost");
+  EXPECT_EQ(c.pools[0].endpoints[1].port, 8002);
+  EXPECT_EQ(c.pools[1].endpoints[0].host, "10.0.0.1");
+  EXPECT_EQ(c.pools[1].endpoints[0].port, 80);
+}
+
+TEST(GatewayConfig, DefaultsApply) {
+  auto c = ParseGatewayConfig("pools: [{name: p, model: m, endpoints: ['http://h:1']}]");
+  EXPECT_EQ(c.listen_address, "127.0.0.1");
+  EXPECT_EQ(c.listen_port, 8000);
+  EXPECT_EQ(c.strategy, "predicted-ttft");
+  EXPECT_DOUBLE_EQ(c.scrape_interval_s, 1.0);
+  EXPECT_DOUBLE_EQ(c.time_scale, 1.0);
+  EXPECT_EQ(c.block_chars, 128u);
+}
+
+TEST(GatewayConfig, ListenPortZeroAllowed) {
+  auto c = ParseGatewayConfig(
+      "listen: {port: 0}\npools: [{name: p, model: m, endpoints: ['http://h:1']}]");
+  EXPECT_EQ(c.listen_port, 0);
+}
+
+TEST(GatewayConfig, ErrorsNameTheField) {
+  const std::string pools = "pools: [{name: p, model: m, endpoints: ['http://h:1']}]\n";
+  EXPECT_NE(ErrorOf("listen: {port: 8000}\n").find("pools"), std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "strategyy: x\n").find("strategyy: unknown field"), std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "listen: {port: 70000}\n").find("listen.port"), std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "listen: {port: abc}\n").find("listen.port"), std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "time_scale: 0\n").find("time_scale"), std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "scrape_interval_s: fast\n").find("scrape_interval_s"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("pools: [{name: p, model: m, endpoints: ['127.0.0.1:1']}]")
+                .find("pools[0].endpoints[0]"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("pools: [{name: p, model: m, endpoints: ['http://h:x']}]")
+                .find("pools[0].endpoints[0]"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("pools: [{name: p, endpoints: ['http://h:1']}]").find("pools[0].model"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("pools: [{name: p, model: m, endpoints: []}]").find("pools[0].endpoints"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pools.substr(0, pools.size() - 2) +
+                    ", {name: p, model: m2, endpoints: ['http://h:2']}]")
+                .find("pools[1].name: duplicate"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("pools: [{name: p, model: m, endpoints: ['http://h:1'], extra: 1}]")
+                .find("pools[0].extra"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("pools: [a: b").find("invalid YAML"), std::string::npos);
+  EXPECT_NE(ErrorOf("- just\n- a list\n").find("top level"), std::string::npos);
+}
+
+TEST(GatewayConfig, MissingFileIsAnError) {
+  EXPECT_THROW(LoadGatewayConfig("/nonexistent/gateway.yaml"), ConfigError);
+}
+
+TEST(GatewayConfig, ExampleFileParses) {
+  auto c = LoadGatewayConfig(std::string(KINFERENCE_SOURCE_DIR) + "/examples/gateway.yaml");
+  ASSERT_EQ(c.pools.size(), 1u);
+  EXPECT_EQ(c.pools[0].endpoints.size(), 3u);
+}
+
+// One URL parser (Boost.URL) serves pools, providers and the classifier.
+TEST(ParseHttpUrl, SchemesPortsHostsAndPaths) {
+  auto https = config_fields::ParseHttpUrl("https://api.example.com/v1/", "f");
+  EXPECT_TRUE(https.tls);
+  EXPECT_EQ(https.host, "api.example.com");
+  EXPECT_EQ(https.port, 443);
+  EXPECT_FALSE(https.explicit_port);
+  EXPECT_EQ(https.path, "/v1/");
+  auto v6 = config_fields::ParseHttpUrl("http://[::1]:8001", "f");
+  EXPECT_FALSE(v6.tls);
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.port, 8001);
+  EXPECT_TRUE(v6.explicit_port);
+  EXPECT_EQ(v6.path, "");
+  EXPECT_EQ(config_fields::ParseHttpUrl("http://h", "f").port, 80);
+  EXPECT_THROW(config_fields::ParseHttpUrl("ftp://h", "f"), ConfigError);
+  EXPECT_THROW(config_fields::ParseHttpUrl("http://h:99999", "f"), ConfigError);
+  EXPECT_THROW(config_fields::ParseHttpUrl("http://h:8000/x?y=1", "f"), ConfigError);
+  EXPECT_THROW(config_fields::ParseHttpUrl("http://", "f"), ConfigError);
+  // Pool endpoints keep their stricter form: http with an explicit port.
+  EXPECT_EQ(ParseEndpointUrl("http://[::1]:8001", "f").host, "::1");
+  EXPECT_THROW(ParseEndpointUrl("http://h", "f"), ConfigError);
+  EXPECT_THROW(ParseEndpointUrl("https://h:443", "f"), ConfigError);
+  EXPECT_THROW(ParseEndpointUrl("http://h:8000/other", "f"), ConfigError);  // would be dropped
+  EXPECT_EQ(ParseEndpointUrl("http://h:8000/", "f").port, 8000);
+  EXPECT_EQ(ParseEndpointUrl("http://h:8000/v1/", "f").port, 8000);
+  EXPECT_NE(ErrorOf("pools: [{name: a, model: m, endpoints: [\"http://h:1\", \"http://h:1/\"]}]")
+                .find("pools[0].endpoints[1]: duplicate endpoint h:1"),
+            std::string::npos);
+}
+
+// Durations beyond a week (or infinite) are typos that overflow the timers' clocks.
+TEST(GatewayConfig, DurationsAreFiniteAndAtMostAWeek) {
+  const std::string pools = "pools: [{name: a, model: m, endpoints: [\"http://127.0.0.1:1\"]}]\n";
+  EXPECT_NE(ErrorOf(pools + "request_timeout_s: 1e10").find("request_timeout_s: must be at most"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "scrape_interval_s: .inf").find("scrape_interval_s: must be finite"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "policies: {reload_interval_s: 1e300}")
+                .find("policies.reload_interval_s: must be at most"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("providers: [{name: p, model: x, serves_model: m, base_url: "
+                    "\"http://127.0.0.1:1\", api_key_env: HOME, timeout_s: 1e300}]")
+                .find("providers[0].timeout_s: must be at most"),
+            std::string::npos);
+  EXPECT_EQ(ParseGatewayConfig(pools + "request_timeout_s: 604800").request_timeout_s, 604800);
+}
+
+// drain_timeout_s: real seconds, 0 allowed (end in-flight requests at once), default 30;
+// --drain-timeout-s given on the command line overrides it (EffectiveDrainTimeoutS).
+TEST(GatewayConfig, DrainTimeoutKeyAndCliPrecedence) {
+  const std::string pools = "pools: [{name: a, model: m, endpoints: [\"http://127.0.0.1:1\"]}]\n";
+  EXPECT_EQ(ParseGatewayConfig(pools).drain_timeout_s, 30);
+  auto c = ParseGatewayConfig(pools + "drain_timeout_s: 12.5");
+  EXPECT_EQ(c.drain_timeout_s, 12.5);
+  EXPECT_EQ(ParseGatewayConfig(pools + "drain_timeout_s: 0").drain_timeout_s, 0);
+  EXPECT_NE(ErrorOf(pools + "drain_timeout_s: -1").find("drain_timeout_s: must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "drain_timeout_s: 1e10").find("drain_timeout_s: must be at most"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "drain_timeout_s: soon").find("drain_timeout_s: expected a number"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "drain_timeout: 5").find("drain_timeout: unknown field"),
+            std::string::npos);
+  // Precedence: the flag when given (even 0), else the config's value.
+  EXPECT_EQ(EffectiveDrainTimeoutS(c, std::nullopt), 12.5);
+  EXPECT_EQ(EffectiveDrainTimeoutS(c, 5.0), 5.0);
+  EXPECT_EQ(EffectiveDrainTimeoutS(c, 0.0), 0.0);
+  EXPECT_EQ(EffectiveDrainTimeoutS(GatewayConfig{}, std::nullopt), 30);
+  // The example config documents the key.
+  auto example = LoadGatewayConfig(std::string(KINFERENCE_SOURCE_DIR) + "/examples/gateway.yaml");
+  EXPECT_EQ(example.drain_timeout_s, 30);
+}
+
+}  // namespace
+}  // namespace kinference::gateway

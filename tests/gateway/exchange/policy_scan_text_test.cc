@@ -1,0 +1,115 @@
+// What taggers and the external classifier scan on the request path: every key and
+// string of the client's body (OpenAI and Anthropic fronts, not only message text) and,
+// on /v1/messages, the anthropic-version and anthropic-beta header values.
+#include "policy_fixture.h"
+
+namespace kinference::gateway {
+namespace {
+
+using namespace policy_testing;  // NOLINT: the shared fixture and helpers
+
+std::string ChatWithToolCall(const std::string& arguments) {
+  json::object call{{"id", "c1"},
+                    {"type", "function"},
+                    {"function", json::object{{"name", "send"}, {"arguments", arguments}}}};
+  json::array messages{json::object{{"role", "user"}, {"content", "send it"}},
+                       json::object{{"role", "assistant"}, {"tool_calls", json::array{call}}},
+                       json::object{{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "ok"}}};
+  return json::serialize(json::object{{"model", "m"}, {"messages", messages}});
+}
+
+// PII only outside message text never reaches a provider (403 with only a provider).
+TEST_F(PolicyProxyTest, PiiOutsideMessageTextIsTagged) {
+  FakeUpstream& ext = Fake();
+  GatewayConfig c = Base({kExamples + "pii-local-only.yaml"});
+  AddProvider(c, "ext", "m", ext);
+  Start(c);
+  EXPECT_EQ(Post(ChatWithToolCall(R"({"to":"bob@example.org"})")).status, 403);
+  EXPECT_EQ(Post(R"({"model":"m","messages":[{"role":"user","content":"hi"}],)"
+                 R"("user":"carol@example.org"})")
+                .status,
+            403);
+  EXPECT_EQ(
+      Post(R"({"model":"m","prompt":["hello","card 4111 1111 1111 1111"]})", {}, "/v1/completions")
+          .status,
+      403);
+  EXPECT_EQ(
+      Post(R"({"model":"m","prompt":"hello","suffix":"dave@example.org"})", {}, "/v1/completions")
+          .status,
+      403);
+  // /v1/messages: metadata.user_id and a tool description of the Anthropic body.
+  EXPECT_EQ(Post(R"({"model":"m","max_tokens":16,"metadata":{"user_id":"eve@example.org"},)"
+                 R"("messages":[{"role":"user","content":"hi"}]})",
+                 {}, "/v1/messages")
+                .status,
+            403);
+  EXPECT_EQ(Post(R"({"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}],)"
+                 R"("tools":[{"name":"f","description":"mail f@example.org","input_schema":{}}]})",
+                 {}, "/v1/messages")
+                .status,
+            403);
+  EXPECT_EQ(ext.requests(), 0);
+  EXPECT_EQ(Post(ChatWithToolCall(R"({"to":"nobody"})")).status, 200);
+  EXPECT_EQ(ext.requests(), 1);
+}
+
+// The classifier receives the original Anthropic body's keys and strings on /v1/messages.
+TEST_F(ClassifierTest, ClassifierGetsEveryStringOfTheOriginalBody) {
+  StartWithClassifier(/*hold=*/false, "[]", "reject");
+  auto r = Post(R"({"model":"m","max_tokens":16,"metadata":{"user_id":"u-1"},)"
+                R"("messages":[{"role":"user","content":"hi"}]})",
+                {}, "/v1/messages");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(classifier_->last_body()).at("text").as_string(),
+            "model\nmax_tokens\nmetadata\nmessages\nm\n16\nuser_id\nu-1\nrole\ncontent\nuser\nhi");
+}
+
+// /v1/messages: the client's anthropic-version and anthropic-beta header values (passed
+// upstream to Anthropic providers as sent) are scanned like the body, so PII there is
+// tagged: 403 with only a provider, nothing sent upstream.
+TEST_F(PolicyProxyTest, PiiInAnthropicHeadersIsTagged) {
+  FakeUpstream& ext = Fake();
+  GatewayConfig c = Base({kExamples + "pii-local-only.yaml"});
+  AddProvider(c, "ext", "m", ext);
+  Start(c);
+  auto headers = [](const std::string& version, const std::string& beta) {
+    http::Headers h;
+    h.Add("anthropic-version", version);
+    h.Add("anthropic-beta", beta);
+    return h;
+  };
+  auto beta = Post(Messages("m", "hi"), headers("2023-06-01", "tools-2024-04-04,bob@example.org"),
+                   "/v1/messages");
+  EXPECT_EQ(beta.status, 403) << beta.body;
+  EXPECT_EQ(json::parse(beta.body).at("error").at("type").as_string(), "permission_error");
+  EXPECT_EQ(Decisions().back().at("rejected_by").as_string(), "pii-local-only");
+  EXPECT_EQ(
+      Post(Messages("m", "hi"), headers("carol@example.org", "tools-2024-04-04"), "/v1/messages")
+          .status,
+      403);
+  EXPECT_EQ(ext.requests(), 0);
+  // Ordinary values pass; other fronts never forward these headers, so they are not scanned.
+  EXPECT_EQ(Post(Messages("m", "hi"), headers("2023-06-01", "interleaved-thinking-2025-05-14"),
+                 "/v1/messages")
+                .status,
+            200);
+  EXPECT_EQ(Post(Chat("m", "hi"), headers("2023-06-01", "dave@example.org")).status, 200);
+  EXPECT_EQ(ext.requests(), 2);
+}
+
+// The classifier's text ends with those two header values, and no other header's.
+TEST_F(ClassifierTest, ClassifierGetsTheAnthropicHeaderValues) {
+  StartWithClassifier(/*hold=*/false, "[]", "reject");
+  http::Headers h;
+  h.Add("anthropic-version", "2023-06-01");
+  h.Add("x-other", "not-scanned");
+  h.Add("Anthropic-Beta", "tools-2024-04-04");
+  auto r = Post(Messages("m", "hi"), h, "/v1/messages");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(classifier_->last_body()).at("text").as_string(),
+            "model\nmax_tokens\nmessages\nm\n16\nrole\ncontent\nuser\nhi\n2023-06-01\n"
+            "tools-2024-04-04");
+}
+
+}  // namespace
+}  // namespace kinference::gateway
