@@ -96,10 +96,9 @@ BENCHMARK(BM_ChatCompletionsBody)->Arg(4'000)->Arg(100'000);
 void BM_MessagesBody(benchmark::State& state) {
   const std::string body = MessagesBody(static_cast<size_t>(state.range(0)));
   for (auto _ : state) {
-    auto t = anthropic::TranslateRequest(body);
-    auto r = ParseRequest(ApiKind::kChatCompletions, json::serialize(t->openai_body));
-    std::string scan = policy::RequestScanText(std::string_view(body));
-    std::string upstream = StreamedUpstreamBody(*r);
+    auto p = anthropic::ParseMessages(body);
+    std::string scan = policy::RequestScanText(p->request.original);
+    std::string upstream = StreamedUpstreamBody(p->request);
     benchmark::DoNotOptimize(scan);
     benchmark::DoNotOptimize(upstream);
   }
@@ -111,10 +110,9 @@ BENCHMARK(BM_MessagesBody)->Arg(4'000)->Arg(100'000);
 void BM_MessagesNativeBody(benchmark::State& state) {
   const std::string body = MessagesBody(static_cast<size_t>(state.range(0)));
   for (auto _ : state) {
-    auto t = anthropic::TranslateRequest(body);
-    auto r = ParseRequest(ApiKind::kChatCompletions, json::serialize(t->openai_body));
-    std::string scan = policy::RequestScanText(std::string_view(body));
-    auto upstream = anthropic::NativeRequestBody(body, "claude-x");
+    auto p = anthropic::ParseMessages(body);
+    std::string scan = policy::RequestScanText(p->request.original);
+    auto upstream = anthropic::NativeRequestBody(p->request.original, "claude-x");
     benchmark::DoNotOptimize(scan);
     benchmark::DoNotOptimize(upstream);
   }

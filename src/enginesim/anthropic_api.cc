@@ -1,7 +1,5 @@
 #include "enginesim/anthropic_api.h"
 
-#include <boost/json/serialize.hpp>
-
 #include "api/anthropic/messages_request.h"
 
 namespace kinference::enginesim {
@@ -27,7 +25,7 @@ Result<MessagesCall> ParseMessagesCall(std::string_view body) {
   auto t = anthropic::TranslateRequest(body);
   if (!t.ok()) return t.status();
   MessagesCall call;
-  call.chat_body = boost::json::serialize(t->openai_body);
+  call.chat_body = std::move(t->openai_body);
   call.stream = t->stream;
   call.response = anthropic::ResponseContext{t->model, std::move(t->stop_sequences)};
   return call;

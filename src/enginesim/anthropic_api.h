@@ -18,6 +18,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <string>
 #include <string_view>
 
@@ -32,7 +33,7 @@ namespace kinference::enginesim {
 Status CheckAnthropicHeaders(const http::Headers& headers, const std::string& required_key);
 
 struct MessagesCall {
-  std::string chat_body;  // the equivalent /v1/chat/completions body
+  boost::json::object chat_body;  // the equivalent /v1/chat/completions body
   bool stream = false;
   api::anthropic::ResponseContext response;  // for translating the answer back
 };

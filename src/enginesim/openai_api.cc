@@ -147,7 +147,10 @@ Result<GenerationRequest> ParseCompletionRequest(std::string_view body) {
 Result<GenerationRequest> ParseChatRequest(std::string_view body) {
   auto obj = ParseObject(body);
   if (!obj.ok()) return obj.status();
-  const json::object& o = *obj;
+  return ParseChatRequest(*obj);
+}
+
+Result<GenerationRequest> ParseChatRequest(const json::object& o) {
   GenerationRequest r;
   r.chat = true;
   if (Status s = ParseCommon(o, r); !s.ok()) return s;

@@ -13,6 +13,7 @@
 // Thread-safety: pure functions; safe from any thread.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,6 +43,8 @@ Result<GenerationRequest> ParseCompletionRequest(std::string_view body);
 // {"type":"text","text":...} parts; rendered with the ChatML template and a generation
 // prompt (engine/chat_template.h), then tokenized.
 Result<GenerationRequest> ParseChatRequest(std::string_view body);
+// As above for a body already parsed (the translation of a /v1/messages body).
+Result<GenerationRequest> ParseChatRequest(const boost::json::object& body);
 
 // Checks the model name and the context length, and fills in the default max_tokens:
 // 16 for completions (OpenAI's default), max_model_len - prompt tokens for chat (vLLM's).

@@ -178,12 +178,61 @@ Status TranslateToolChoice(const json::value& v, json::object& body) {
 
 }  // namespace
 
-Result<MessagesRequest> TranslateRequest(std::string_view body) {
+namespace {
+
+Result<json::value> ParseBody(std::string_view body) {
   json::error_code ec;
   json::value v = api::ParseJsonBody(body, ec);
   if (ec) return InvalidArgument("Invalid JSON in request body: " + ec.message());
-  const auto* o = v.if_object();
-  if (!o) return InvalidArgument("Request body must be a JSON object");
+  if (!v.is_object()) return InvalidArgument("Request body must be a JSON object");
+  return v;
+}
+
+// Routing input for a request with no OpenAI translation (it goes to Anthropic providers
+// only, natively): model, stream, max_tokens and the text of its messages, rendered by
+// the chat renderer (which reads the `text` of content blocks).
+Result<ParsedRequest> NativeOnlyRequest(const json::object& o) {
+  json::object routing;
+  for (const char* key : {"model", "stream", "max_tokens", "messages"}) {
+    if (const auto* x = o.if_contains(key)) routing[key] = *x;
+  }
+  return ParseRequest(ApiKind::kChatCompletions, std::move(routing));
+}
+
+}  // namespace
+
+Result<MessagesRequest> TranslateRequest(std::string_view body) {
+  auto v = ParseBody(body);
+  if (!v.ok()) return v.status();
+  return TranslateRequest(v->get_object());
+}
+
+Result<ParsedMessages> ParseMessages(std::string_view body) {
+  auto v = ParseBody(body);
+  if (!v.ok()) return v.status();
+  const json::object& o = v->get_object();
+  ParsedMessages out;
+  auto translated = TranslateRequest(o);
+  // The equivalent chat completion is read as POST /v1/chat/completions reads its body,
+  // so routing features are rendered exactly as there. Untranslatable requests (images,
+  // documents, server tools...) keep routing input for an Anthropic provider.
+  Result<ParsedRequest> request =
+      translated.ok() ? ParseRequest(ApiKind::kChatCompletions, std::move(translated->openai_body))
+                      : NativeOnlyRequest(o);
+  if (!translated.ok()) {
+    if (!request.ok()) return translated.status();
+    out.untranslatable = translated.status();
+  } else {
+    if (!request.ok()) return request.status();
+    out.stop_sequences = std::move(translated->stop_sequences);
+  }
+  out.request = std::move(*request);
+  out.request.original = std::move(*v);
+  return out;
+}
+
+Result<MessagesRequest> TranslateRequest(const json::object& body) {
+  const json::object* o = &body;
   MessagesRequest r;
 
   const auto* model = o->if_contains("model");

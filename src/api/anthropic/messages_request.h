@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/openai/request.h"
 #include "common/status.h"
 
 namespace kinference::api::anthropic {
@@ -49,6 +50,25 @@ struct MessagesRequest {
 
 // Translates a /v1/messages body. max_tokens is required (Anthropic's API requires it).
 Result<MessagesRequest> TranslateRequest(std::string_view body);
+Result<MessagesRequest> TranslateRequest(const boost::json::object& body);
+
+// The /v1/messages front's one parse of a client body (api/openai/request.h).
+struct ParsedMessages {
+  // request.body: the equivalent chat completion, read as ParseRequest reads one;
+  // request.original: the client's Messages body as parsed.
+  ParsedRequest request;
+  std::vector<std::string> stop_sequences;  // for the response side (ResponseContext)
+  // Ok, or why the body has no OpenAI translation (image or document blocks, server
+  // tools, ...): it may then go to Anthropic providers only, natively, and this is the
+  // 400 otherwise; `request` then holds its routing input (model, stream, max_tokens and
+  // the rendering of its messages' text).
+  Status untranslatable;
+};
+
+// Parses once and translates. Errors: the body is not a JSON object, or it neither
+// translates nor yields routing input (the translation's error), or its translation is
+// not a valid chat completion.
+Result<ParsedMessages> ParseMessages(std::string_view body);
 
 // Anthropic error `type` for an error code, per the Anthropic API reference "Errors":
 // 400 invalid_request_error, 401 authentication_error, 403 permission_error,

@@ -243,13 +243,11 @@ Result<std::string> BuildMessagesRequest(const json::object& chat,
   return json::serialize(out);
 }
 
-Result<std::string> NativeRequestBody(std::string_view body, std::string_view model) {
-  json::error_code ec;
-  json::value v = api::ParseJsonBody(body, ec);
-  if (ec || !v.is_object())
+Result<std::string> NativeRequestBody(const json::value& body, std::string_view model) {
+  if (!body.is_object())
     return Status(ErrorCode::kInvalidArgument, "Request body must be a JSON object");
-  v.get_object()["model"] = model;
-  return json::serialize(v);
+  const json::value model_value = json::string(model);
+  return SerializeWith(body.get_object(), {{"model", model_value}});
 }
 
 }  // namespace kinference::api::anthropic

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 #include <string>
 #include <string_view>
 
@@ -58,9 +59,9 @@ struct UpstreamRequestOptions {
 Result<std::string> BuildMessagesRequest(const boost::json::object& chat,
                                          const UpstreamRequestOptions& options);
 
-// The client's own Anthropic request, kept for native passthrough.
+// The client's own Anthropic request, kept for native passthrough: its body is the
+// parsed one, ParsedRequest::original (api/openai/request.h).
 struct NativeRequest {
-  std::string body;               // as the client sent it
   std::string anthropic_version;  // the client's header; empty: the provider's own
   std::string anthropic_beta;     // the client's header; forwarded when set
   // Why the request has no OpenAI translation (image or document blocks, server tools,
@@ -68,8 +69,8 @@ struct NativeRequest {
   Status untranslatable;
 };
 
-// `body` with its top-level "model" replaced by `model` (otherwise the same JSON value,
-// re-serialized). Errors: kInvalidArgument when `body` is not a JSON object.
-Result<std::string> NativeRequestBody(std::string_view body, std::string_view model);
+// `body` (the client's, as parsed) serialised with its top-level "model" replaced by
+// `model`, without copying it. Errors: kInvalidArgument when `body` is not a JSON object.
+Result<std::string> NativeRequestBody(const boost::json::value& body, std::string_view model);
 
 }  // namespace kinference::api::anthropic

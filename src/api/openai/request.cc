@@ -54,9 +54,13 @@ Result<ParsedRequest> ParseRequest(ApiKind kind, std::string_view body) {
   json::value v = api::ParseJsonBody(body, ec);
   if (ec) return InvalidArgument("Invalid JSON in request body: " + ec.message(), "");
   if (!v.is_object()) return InvalidArgument("Request body must be a JSON object", "");
+  return ParseRequest(kind, std::move(v.get_object()));
+}
+
+Result<ParsedRequest> ParseRequest(ApiKind kind, boost::json::object body) {
   ParsedRequest r;
   r.kind = kind;
-  r.body = std::move(v.get_object());
+  r.body = std::move(body);
   const json::object& o = r.body;
 
   const auto* model = o.if_contains("model");
@@ -101,13 +105,20 @@ Result<ParsedRequest> ParseRequest(ApiKind kind, std::string_view body) {
   return r;
 }
 
-std::string UpstreamBody(const ParsedRequest& request) {
-  if (!request.stream) return json::serialize(request.body);
-  json::object body = request.body;
-  json::value& so = body["stream_options"];
-  if (!so.is_object()) so = json::object();
+std::string UpstreamBody(const ParsedRequest& request, std::string_view model) {
+  const json::value model_value = model.empty() ? json::value() : json::value(json::string(model));
+  if (!request.stream) {
+    if (model.empty()) return json::serialize(request.body);
+    return SerializeWith(request.body, {{"model", model_value}});
+  }
+  // The client's stream_options with include_usage set (a copy of that small object only).
+  json::value so = json::object();
+  if (const auto* client = request.body.if_contains("stream_options");
+      client && client->is_object())
+    so = *client;
   so.get_object()["include_usage"] = true;
-  return json::serialize(body);
+  if (model.empty()) return SerializeWith(request.body, {{"stream_options", so}});
+  return SerializeWith(request.body, {{"model", model_value}, {"stream_options", so}});
 }
 
 std::string RenderWithReply(std::string_view prompt_text, std::string_view reply) {

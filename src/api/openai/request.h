@@ -1,6 +1,11 @@
-// OpenAI request parsing (POST /v1/chat/completions and /v1/completions): what the
-// routing core needs to know about a request (model, stream flag, the text used for
-// prefix features) and the body sent upstream.
+// The one request object, and OpenAI request parsing (POST /v1/chat/completions and
+// /v1/completions). A client's body is parsed once, by its front's codec (here, or
+// api/anthropic/messages_request.h for /v1/messages), into a ParsedRequest that every
+// later stage reads: tenant identification writes its tenant; the policy taggers scan
+// its body (the client's own: `original` when set); policies read model, stream, tools
+// and prompt size; the router's features are its rendering; the upstream body is
+// serialised from it (UpstreamBody, StreamedUpstreamBody, or the client's own Messages
+// body for an Anthropic provider).
 //
 // Prefix rendering: a chat request renders as role + "\n" + content + "\n" per message,
 // in order, so turn k's rendering is a prefix of turn k+1's (multi-turn conversations
@@ -34,20 +39,31 @@ struct ParsedRequest {
   bool client_wants_usage = false;
   int max_tokens = 0;       // max_completion_tokens, else max_tokens; 0 if absent
   std::string prompt_text;  // the prefix-stable rendering (see above)
+  // The OpenAI request routed and sent upstream: the client's body, or for /v1/messages
+  // its translation.
   boost::json::object body;
+  // The client's own body as parsed when `body` is a translation of it (/v1/messages;
+  // an object); null otherwise.
+  boost::json::value original;
   // Who sent it (gateway/front/tenants.h); set by the front after authentication.
   std::string tenant = "default";
 };
 
+// Parses `body` (JSON, nesting up to kMaxJsonDepth) and reads it as below.
 Result<ParsedRequest> ParseRequest(ApiKind kind, std::string_view body);
+// Reads an already parsed body (kept as ParsedRequest::body): model, stream,
+// stream_options.include_usage, max tokens, and the rendering of messages / prompt.
+Result<ParsedRequest> ParseRequest(ApiKind kind, boost::json::object body);
 
 // role + "\n" + content + "\n" for each message. kInvalidArgument (param "messages")
 // when a message is not an object.
 Result<std::string> RenderChatText(const boost::json::value& messages);
 
 // The body sent upstream. Streaming requests get "stream_options":{"include_usage":true}
-// so the gateway always learns token usage; others are forwarded unchanged.
-std::string UpstreamBody(const ParsedRequest& request);
+// so the gateway always learns token usage; others are forwarded unchanged. `model`,
+// when set, replaces the body's model (a provider's own name for it). The body is not
+// copied (SerializeWith).
+std::string UpstreamBody(const ParsedRequest& request, std::string_view model = {});
 
 // The text a chat request leaves cached on its endpoint once answered: its rendering
 // followed by the reply as one more assistant message, rendered as RenderChatText does

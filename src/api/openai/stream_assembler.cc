@@ -9,6 +9,8 @@
 #include <string>
 #include <utility>
 
+#include "api/json_body.h"
+
 namespace kinference::api {
 namespace json = boost::json;
 namespace {
@@ -261,11 +263,14 @@ bool StreamsFaithfully(ApiKind kind, const json::object& body) {
   return true;
 }
 
-std::string StreamedUpstreamBody(const ParsedRequest& request) {
-  json::object body = request.body;
-  body["stream"] = true;
-  body["stream_options"] = json::object{{"include_usage", true}};
-  return json::serialize(body);
+std::string StreamedUpstreamBody(const ParsedRequest& request, std::string_view model) {
+  const json::value stream = true;
+  const json::value so = json::object{{"include_usage", true}};
+  if (model.empty())
+    return SerializeWith(request.body, {{"stream", stream}, {"stream_options", so}});
+  const json::value model_value = json::string(model);
+  return SerializeWith(request.body,
+                       {{"model", model_value}, {"stream", stream}, {"stream_options", so}});
 }
 
 StreamAssembler::StreamAssembler(ApiKind kind) : s_(std::make_unique<State>()) { s_->kind = kind; }

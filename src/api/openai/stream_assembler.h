@@ -61,8 +61,9 @@ namespace kinference::api {
 // stream; the client keeps that answer).
 bool StreamsFaithfully(ApiKind kind, const boost::json::object& body);
 
-// The upstream body that streams `request` ("stream": true, stream_options.include_usage).
-std::string StreamedUpstreamBody(const ParsedRequest& request);
+// The upstream body that streams `request` ("stream": true, stream_options.include_usage);
+// `model`, when set, replaces the body's model (a provider's name). Not copied.
+std::string StreamedUpstreamBody(const ParsedRequest& request, std::string_view model = {});
 
 class StreamAssembler {
  public:

@@ -47,7 +47,7 @@ void AppendForwardedHeaders(const http::Headers& headers, std::string& scan_text
 }  // namespace
 
 PolicyRequest BeginPolicyRequest(const GatewayContext& ctx, const api::ParsedRequest& req,
-                                 const http::Headers& headers, std::string_view original_body) {
+                                 const http::Headers& headers) {
   PolicyRequest pr;
   pr.set = ctx.policy.store.Current();
   policy::RequestInfo& info = pr.info;
@@ -57,9 +57,10 @@ PolicyRequest BeginPolicyRequest(const GatewayContext& ctx, const api::ParsedReq
   info.tools_present = ToolsPresent(req);
   info.stream = req.stream;
   if (NeedsTags(*pr.set)) {
-    pr.scan_text = original_body.empty() ? policy::RequestScanText(req.body)
-                                         : policy::RequestScanText(original_body);
-    if (!original_body.empty()) AppendForwardedHeaders(headers, pr.scan_text);
+    const bool translated = !req.original.is_null();
+    pr.scan_text =
+        translated ? policy::RequestScanText(req.original) : policy::RequestScanText(req.body);
+    if (translated) AppendForwardedHeaders(headers, pr.scan_text);
     policy::TaggerInput in;
     in.text = pr.scan_text;
     in.prompt_tokens = info.prompt_tokens;

@@ -57,11 +57,10 @@ struct PolicyRequest {
 // True when some policy of `set` has tag conditions (only then are taggers run).
 bool NeedsTags(const policy::PolicySet& set);
 
-// `original_body`: the raw body the client sent when `req.body` is a translation of it
-// (/v1/messages; the kScannedAnthropicHeaders of `headers` are then scanned too); empty:
-// `req.body` is the client's own.
+// Scans `req.original` when `req.body` is a translation of it (/v1/messages; the
+// kScannedAnthropicHeaders of `headers` are then scanned too), else `req.body`.
 PolicyRequest BeginPolicyRequest(const GatewayContext& ctx, const api::ParsedRequest& req,
-                                 const http::Headers& headers, std::string_view original_body = {});
+                                 const http::Headers& headers);
 
 // Runs the external classifier on `text` when one is configured and the snapshot needs
 // tags, adding its tags (or its failure) to `pr`, then calls `next` (at once, before

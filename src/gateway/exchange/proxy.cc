@@ -56,9 +56,7 @@ void HandleParsed(const std::shared_ptr<GatewayContext>& ctx, api::ParsedRequest
   features.prompt_chars = parsed.prompt_text.size();
   features.max_tokens = parsed.max_tokens;
   // /v1/messages: taggers scan the client's original Anthropic body, not the translation.
-  const api::anthropic::NativeRequest* native = codec ? codec->native_anthropic() : nullptr;
-  PolicyRequest policy =
-      BeginPolicyRequest(*ctx, parsed, headers, native ? native->body : std::string_view());
+  PolicyRequest policy = BeginPolicyRequest(*ctx, parsed, headers);
   std::string text = ctx->policy.classifier ? policy.scan_text : std::string();
   auto client = writer;
   auto exchange = std::make_shared<Exchange>(

@@ -109,7 +109,8 @@ class ResponseCodec {
   virtual void SetServedModel(const std::string& /*model*/) {}
   // The client's own Anthropic Messages request (the /v1/messages front), or nullptr.
   // When set and the endpoint is an Anthropic provider, the request is passed through
-  // natively: this body (model rewritten) goes upstream and the upstream's response
+  // natively: the client's body (ParsedRequest::original, model rewritten) and these
+  // headers go upstream and the upstream's response
   // bytes go to the client unchanged, bypassing the methods above (except SendError
   // for errors the gateway answers itself).
   virtual const api::anthropic::NativeRequest* native_anthropic() const { return nullptr; }

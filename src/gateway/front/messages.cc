@@ -1,10 +1,7 @@
 #include "gateway/front/messages.h"
 
-#include <boost/json/serialize.hpp>
-
 #include "api/anthropic/messages_request.h"
 #include "api/anthropic/messages_response.h"
-#include "api/json_body.h"
 #include "gateway/exchange/proxy.h"
 
 namespace kinference::gateway {
@@ -55,21 +52,6 @@ bool AnthropicProviderServes(const GatewayContext& ctx, const std::string& model
   return false;
 }
 
-// Routing input for a request with no OpenAI translation (it goes to Anthropic providers
-// only, natively): model, stream, max_tokens and the text of its messages, rendered by
-// the chat renderer (which reads the `text` of content blocks).
-Result<api::ParsedRequest> NativeOnlyRequest(std::string_view body) {
-  boost::system::error_code ec;
-  boost::json::value v = api::ParseJsonBody(body, ec);
-  const auto* o = ec ? nullptr : v.if_object();
-  if (!o) return Status(ErrorCode::kInvalidArgument, "Request body must be a JSON object");
-  boost::json::object routing;
-  for (const char* key : {"model", "stream", "max_tokens", "messages"}) {
-    if (const auto* x = o->if_contains(key)) routing[key] = *x;
-  }
-  return api::ParseRequest(api::ApiKind::kChatCompletions, boost::json::serialize(routing));
-}
-
 }  // namespace
 
 void HandleMessages(const std::shared_ptr<GatewayContext>& ctx, http::Request request,
@@ -77,32 +59,21 @@ void HandleMessages(const std::shared_ptr<GatewayContext>& ctx, http::Request re
   Seconds arrival = ctx->clock.Now();
   auto tenant = Identify(ctx->config.tenants, request.headers, ApiFront::kAnthropic);
   if (!tenant.ok()) return SendAnthropicError(*writer, tenant.status());
-  NativeRequest native{{},
-                       std::string(request.headers.Find("anthropic-version")),
-                       std::string(request.headers.Find("anthropic-beta")),
-                       Status::Ok()};
-  auto translated = TranslateRequest(request.body);
-  // The equivalent chat completion goes through the OpenAI parser, so routing features
-  // are rendered exactly as for POST /v1/chat/completions. Untranslatable requests
-  // (images, documents, server tools...) are fine for an Anthropic provider.
-  Result<api::ParsedRequest> parsed =
-      translated.ok() ? api::ParseRequest(api::ApiKind::kChatCompletions,
-                                          boost::json::serialize(translated->openai_body))
-                      : NativeOnlyRequest(request.body);
-  ResponseContext response;
-  if (translated.ok()) {
-    response = ResponseContext{translated->model, std::move(translated->stop_sequences)};
-  } else {
-    if (!parsed.ok() || !AnthropicProviderServes(*ctx, parsed->model))
-      return SendAnthropicError(*writer, translated.status());
-    native.untranslatable = translated.status();
-    response.model = parsed->model;
-  }
+  // The body's one parse: the equivalent chat completion to route, and the client's own
+  // body (taggers scan it; an Anthropic provider gets it natively).
+  auto parsed = ParseMessages(request.body);
   if (!parsed.ok()) return SendAnthropicError(*writer, parsed.status());
-  parsed->tenant = std::move(*tenant);
-  native.body = std::move(request.body);
-  auto codec = std::make_shared<MessagesCodec>(std::move(response), std::move(native));
-  HandleParsed(ctx, std::move(*parsed), "/v1/chat/completions", request.headers, arrival,
+  api::ParsedRequest& req = parsed->request;
+  // Untranslatable requests (images, documents, server tools...) are fine for an
+  // Anthropic provider only.
+  if (!parsed->untranslatable.ok() && !AnthropicProviderServes(*ctx, req.model))
+    return SendAnthropicError(*writer, parsed->untranslatable);
+  NativeRequest native{std::string(request.headers.Find("anthropic-version")),
+                       std::string(request.headers.Find("anthropic-beta")), parsed->untranslatable};
+  req.tenant = std::move(*tenant);
+  auto codec = std::make_shared<MessagesCodec>(
+      ResponseContext{req.model, std::move(parsed->stop_sequences)}, std::move(native));
+  HandleParsed(ctx, std::move(req), "/v1/chat/completions", request.headers, arrival,
                std::move(writer), std::move(codec));
 }
 

@@ -21,7 +21,7 @@ Status BuildAnthropicCall(const ProviderConfig& p, const std::string& key,
                           const api::anthropic::NativeRequest* native, UpstreamCall& out) {
   http::ClientRequest& call = out.request;
   Result<std::string> body =
-      native ? api::anthropic::NativeRequestBody(native->body, p.model)
+      native ? api::anthropic::NativeRequestBody(req.original, p.model)
              : api::anthropic::BuildMessagesRequest(req.body, {p.model, p.default_max_tokens});
   if (!body.ok()) return body.status();
   call.body = std::move(*body);
@@ -86,10 +86,9 @@ Result<UpstreamCall> BuildUpstreamCall(const GatewayConfig& config, const Endpoi
       out.assembled = false;  // its responses are translated whole; sent as requested
       if (Status s = BuildAnthropicCall(*p, ep.api_key, req, native, out); !s.ok()) return s;
     } else {
-      api::ParsedRequest rewritten = req;
-      rewritten.body["model"] = p->model;
-      call.body =
-          out.assembled ? api::StreamedUpstreamBody(rewritten) : api::UpstreamBody(rewritten);
+      // The provider's model name; the body is serialised again, not copied.
+      call.body = out.assembled ? api::StreamedUpstreamBody(req, p->model)
+                                : api::UpstreamBody(req, p->model);
       call.headers.Add("authorization", "Bearer " + ep.api_key);
     }
     call.tls = p->tls;

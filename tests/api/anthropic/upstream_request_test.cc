@@ -114,12 +114,13 @@ TEST(UpstreamRequestTest, RefusesWhatAnthropicCannotTake) {
 
 TEST(UpstreamRequestTest, NativeBodyRewritesOnlyTheModel) {
   auto r = NativeRequestBody(
-      R"({"model":"m","max_tokens":5,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[]})",
+      json::parse(
+          R"({"model":"m","max_tokens":5,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[]})"),
       "claude-x");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(json::parse(*r), json::parse(R"({"model":"claude-x","max_tokens":5,
       "thinking":{"type":"enabled","budget_tokens":1024},"messages":[]})"));
-  EXPECT_FALSE(NativeRequestBody("[1]", "x").ok());
+  EXPECT_FALSE(NativeRequestBody(json::parse("[1]"), "x").ok());
 }
 
 }  // namespace
