@@ -65,6 +65,11 @@ stop_pid() { # name pidfile
     if is_ours "$pid"; then
       log "$1 (pid $pid) did not stop on SIGTERM; SIGKILL"
       kill -KILL "$pid" 2>/dev/null || true
+      # SIGKILL is asynchronous: wait until the process is gone so a caller can reuse its port.
+      for ((i = 0; i < 100; i++)); do
+        is_ours "$pid" || break
+        sleep 0.1
+      done
     fi
   fi
   rm -f "$DIR/$2"
