@@ -2,8 +2,8 @@
 # bench-sim: builds kinference, runs every `kinference simulate` scenario for every
 # strategy (virtual time, no GPU, no sockets), writes results/sim/<scenario>.json and
 # results/sim/REPORT.md (our figures beside the published Kinference benchmark), plus
-# plots when matplotlib is available (a .venv with matplotlib is used when present;
-# PLOTS=1 creates one with pip).
+# plots beside it (PNG and SVG; matplotlib from scripts/plot-env.sh's cached venv; PLOTS=0
+# skips them). Per-request records of each run's first trial: results/sim/records/.
 #
 # Env: BUILD (build dir, default build), JOBS (build and simulation threads, default 2),
 # TRIALS (default 3), SEED (default 1), OUT (default results/sim), TRACE (Mooncake JSONL,
@@ -27,14 +27,11 @@ cmake --build "$BUILD" --target kinference -j "$JOBS"
 mkdir -p "$OUT"
 start=$(date +%s)
 "$BUILD/kinference" simulate --scenario "$SCENARIOS" --trials "$TRIALS" --seed "$SEED" \
-  --jobs "$JOBS" --out "$OUT" --trace "$TRACE" | tee "$OUT/simulate.log"
+  --jobs "$JOBS" --out "$OUT" --trace "$TRACE" --records "$OUT/records" | tee "$OUT/simulate.log"
 echo "bench-sim: simulations took $(( $(date +%s) - start )) s wall"
 
 PY=python3
-if [[ "${PLOTS:-0}" == 1 && ! -x .venv/bin/python ]]; then
-  python3 -m venv .venv && .venv/bin/pip install --quiet matplotlib || true
-fi
-if [[ -x .venv/bin/python ]] && .venv/bin/python -c 'import matplotlib' 2>/dev/null; then
-  PY=.venv/bin/python
+if [[ "${PLOTS:-1}" != 0 ]]; then
+  PY=$(bash scripts/plot-env.sh) || { echo "bench-sim: no plotting venv; report without plots" >&2; PY=python3; }
 fi
 "$PY" scripts/plot_sim.py "$OUT"

@@ -9,7 +9,8 @@
 # each once through the `random` strategy and once through `predicted-ttft`. Engine-sims
 # and gateway are restarted before every run, so every strategy starts with cold caches.
 # Results: results/demo/summary.json (one object per workload x strategy, model seconds),
-# results/demo/requests/*.jsonl (one line per request), and a side-by-side table.
+# results/demo/requests/*.jsonl (one line per request), a side-by-side table, and
+# results/demo/REPORT.md with plots beside it (scripts/plot_bench.py).
 #
 # Run from the repository root after `make build`. Knobs (environment): BUILD (build dir),
 # DEMO_TIME_SCALE (K), DEMO_TRACE_SAMPLE, DEMO_TRACE_LIMIT, DEMO_TRACE_SPEED, DEMO_SP_SESSIONS, DEMO_SP_RATE.
@@ -148,4 +149,12 @@ done
 echo
 echo "Kinference demo: 3 x engine-sim $PROFILE, time scale $K, all times model seconds"
 "$BIN" bench table --summary "$OUT/summary.json"
-echo "(summary: $OUT/summary.json; per-request records: $OUT/requests/; $((SECONDS - demo_t0)) s wall)"
+# Report with plots (TTFT CDF per strategy, requests in flight per endpoint over time) beside
+# it; matplotlib comes from a venv cached outside the clone (scripts/plot-env.sh).
+if PY=$(bash scripts/plot-env.sh); then
+  "$PY" scripts/plot_bench.py "$OUT"
+else
+  echo "demo: no plotting venv (scripts/plot-env.sh failed); report without plots" >&2
+  python3 scripts/plot_bench.py "$OUT"
+fi
+echo "(summary: $OUT/summary.json; report: $OUT/REPORT.md; per-request records: $OUT/requests/; $((SECONDS - demo_t0)) s wall)"

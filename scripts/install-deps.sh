@@ -15,6 +15,7 @@ PKGS=(
   libpq-dev libhiredis-dev postgresql redis-server
   python3 python3-venv curl clang-format ccache
   openssl python3-yaml  # scripts/k8s-testenv.sh (keys, tokens); tests/deploy (rendered YAML)
+  prometheus  # tests/deploy/dashboard_test.py: dashboard queries, promtool rule tests
 )
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Report for `kinference simulate` results: results/sim/REPORT.md beside the published
-Kinference benchmark figures, and (when matplotlib is importable) plots: TTFT CDF per
-strategy for each light-load workload, goodput vs concurrency for each capacity workload.
+Kinference benchmark figures, and (when matplotlib is importable) plots as PNG and SVG
+beside it: TTFT CDF per strategy for each light-load workload, goodput vs concurrency for
+each capacity workload, and requests in flight per endpoint over time (random beside
+predicted-ttft) for every scenario whose per-request records were kept
+(`kinference simulate --records RESULTS_DIR/records`).
 
 Usage: plot_sim.py RESULTS_DIR   (reads RESULTS_DIR/<scenario>.json)
 Standard library only, except the optional plots.
@@ -9,6 +12,9 @@ Standard library only, except the optional plots.
 import json
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report_plots  # noqa: E402
 
 # Published Kinference benchmark (three l40s-27b-fp8 replicas; "Service" = a Kubernetes
 # Service, i.e. random routing; "Kinference" = predicted-ttft).
@@ -247,47 +253,54 @@ def prediction_section(docs):
     return lines
 
 
-def plots(results_dir, light, capacity):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+def load_records(results_dir, scenario, workload, strategy):
+    """Per-request records of a run's first trial (`simulate --records DIR/records`):
+    the first file of `scenario` for `workload` and `strategy`, or None."""
+    folder = os.path.join(results_dir, "records", scenario)
+    if not os.path.isdir(folder):
+        return None
+    for name in sorted(os.listdir(folder)):
+        if name.startswith(workload + "_") and name.endswith("_" + strategy + ".jsonl"):
+            return name, report_plots.read_jsonl(os.path.join(folder, name))
+    return None
+
+
+def plots(results_dir, light, capacity, docs):
+    plt = report_plots.pyplot()
+    if plt is None:
         return []
     made = []
     if light:
         for workload in PUBLISHED_LIGHT:
-            fig, ax = plt.subplots(figsize=(7, 4.5))
-            ax.set_prop_cycle(color=plt.cm.tab20.colors)
+            series = []
             for r in light["results"]:
                 q = r.get("ttft_quantiles_s") or []
                 if r["workload"] == workload and q:
-                    ax.plot(q, [i / (len(q) - 1) for i in range(len(q))], label=r["strategy"])
-            ax.set_xscale("log")
-            ax.set_xlabel("TTFT (s)")
-            ax.set_ylabel("fraction of requests")
-            ax.set_title(f"light-load {workload}: TTFT CDF")
-            ax.legend(fontsize=7)
-            name = f"ttft_cdf_{workload}.png"
-            fig.savefig(os.path.join(results_dir, name), dpi=110, bbox_inches="tight")
-            plt.close(fig)
-            made.append(name)
+                    series.append((r["strategy"], q))
+            if series:
+                made.append(report_plots.ttft_cdf(plt, results_dir, f"ttft_cdf_{workload}",
+                                                  f"light-load {workload}: TTFT CDF", series))
     if capacity:
         for workload in PUBLISHED_PEAK_GOODPUT:
-            fig, ax = plt.subplots(figsize=(7, 4.5))
-            ax.set_prop_cycle(color=plt.cm.tab20.colors)
-            for s in strategies_of(capacity):
-                pts = sorted((r["concurrency"], r["goodput_rpm"]) for r in capacity["results"]
-                             if r["workload"] == workload and r["strategy"] == s)
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=s)
-            ax.set_xlabel("concurrency")
-            ax.set_ylabel("goodput (req/min)")
-            ax.set_title(f"capacity {workload}: goodput vs concurrency")
-            ax.legend(fontsize=7)
-            name = f"goodput_{workload}.png"
-            fig.savefig(os.path.join(results_dir, name), dpi=110, bbox_inches="tight")
-            plt.close(fig)
-            made.append(name)
+            series = [(s, [(r["concurrency"], r.get("goodput_rpm")) for r in capacity["results"]
+                           if r["workload"] == workload and r["strategy"] == s])
+                      for s in strategies_of(capacity)]
+            made.append(report_plots.goodput_plot(plt, results_dir, f"goodput_{workload}",
+                                                  f"capacity {workload}: goodput vs "
+                                                  "concurrency", series))
+    # Per-endpoint load over time, random beside predicted-ttft, where records were kept.
+    for doc in docs:
+        for workload in sorted({r["workload"] for r in doc["results"]}):
+            panels = []
+            for strategy in ("random", "predicted-ttft"):
+                got = load_records(results_dir, doc["scenario"], workload, strategy)
+                if got:
+                    panels.append((f"{strategy} ({got[0]})", got[1]))
+            if panels:
+                made.append(report_plots.endpoint_load_plot(
+                    plt, results_dir, f"endpoint_load_{doc['scenario']}_{workload}",
+                    f"{doc['scenario']} {workload}: requests in flight per endpoint "
+                    "(first trial)", panels))
     return made
 
 
@@ -295,7 +308,7 @@ def main():
     results_dir = sys.argv[1] if len(sys.argv) > 1 else "results/sim"
     docs = [d for d in (load(results_dir, n) for n in
                         ("light-load", "capacity", "trace", "heterogeneous", "restarts",
-                         "kv-events")) if d]
+                         "kv-events", "custom")) if d]
     by_name = {d["scenario"]: d for d in docs}
     lines = ["# Kinference simulator results", "",
              "Generated by scripts/bench_sim.sh from results/sim/*.json (`kinference "
@@ -305,14 +318,14 @@ def main():
         lines += light_load_section(by_name["light-load"]) + [""]
     if "capacity" in by_name:
         lines += capacity_section(by_name["capacity"]) + [""]
-    for name in ("trace", "heterogeneous", "restarts"):
+    for name in ("trace", "heterogeneous", "restarts", "custom"):  # custom: an ad-hoc run
         if name in by_name:
             lines += generic_section(by_name[name]) + [""]
     if "kv-events" in by_name:
         lines += kv_events_section(by_name["kv-events"]) + [""]
     lines += peer_section(docs) + [""]
     lines += prediction_section(docs) + [""]
-    made = plots(results_dir, by_name.get("light-load"), by_name.get("capacity"))
+    made = plots(results_dir, by_name.get("light-load"), by_name.get("capacity"), docs)
     if made:
         lines += ["## Plots", ""] + [f"![{m}]({m})" for m in made] + [""]
     else:

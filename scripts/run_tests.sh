@@ -15,6 +15,10 @@ trap 'rm -f "$LOG"' EXIT
 # clone (~/.cache/kinference); a no-op when present.
 bash scripts/vllm-env.sh >/dev/null
 
+# matplotlib for the report scripts' test (tests/bench/plot_report_test.py), cached the
+# same way; a no-op when present.
+bash scripts/plot-env.sh >/dev/null || echo "run_tests: scripts/plot-env.sh failed; the plot test will fail"
+
 # The Kubernetes tools (etcd, kube-apiserver, kubectl, helm) that the Kubernetes tests start:
 # built once per machine into ~/.cache/kinference (a no-op when cached; 15-30 min cold).
 # Without them those tests fail with a clear message.

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/cli.h"
+#include "common/build_info.h"
 #include "enginesim/cli.h"
 #include "gateway/cli.h"
 #include "gateway/config/policy_cli.h"
@@ -11,6 +12,8 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"kinference: TTFT-aware inference routing for vLLM"};
+  app.set_version_flag("--version", kinference::VersionLine(),
+                       "Print version, git commit and build type, then exit");
   app.require_subcommand(1);
   kinference::gateway::RegisterCommand(app);
   kinference::enginesim::RegisterCommand(app);

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 
 #include "bench/driver.h"
+#include "common/progress.h"
 #include "http/client.h"
 #include "workload/report.h"
 #include "workload/workload.h"
@@ -104,12 +106,14 @@ int RunBench(const CliOptions& o) {
   }
   size_t total = 0;
   for (const auto& s : *sessions) total += s.turns.size();
-  size_t step = std::max<size_t>(1, total / 10);
-  d.on_record = [total, step](const workload::RequestRecord& r, size_t done) {
-    if (done % step == 0 || done == total) {
-      fmt::print(stderr, "bench: {}/{} requests done{}\n", done, total,
-                 r.ok() ? "" : " (last failed: " + r.error + ")");
-    }
+  // A progress line on a terminal; nothing when stderr is a log or a pipe.
+  auto progress = std::make_shared<ProgressLine>(TerminalStderr(), "bench", "requests", total);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [t0] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  d.on_record = [progress, elapsed](const workload::RequestRecord&, size_t done) {
+    progress->Update(done, elapsed());
   };
   fmt::print(
       stderr, "bench: {} {} requests ({} sessions) -> {} strategy={} {} time_scale={}\n",
@@ -118,6 +122,7 @@ int RunBench(const CliOptions& o) {
       o.time_scale);
 
   auto run = RunSessions(*sessions, d);
+  progress->Finish(run.ok() ? run->records.size() : 0, elapsed());
   if (!run.ok()) {
     fmt::print(stderr, "bench: {}\n", run.status().message());
     return 2;
@@ -125,6 +130,7 @@ int RunBench(const CliOptions& o) {
   workload::RunInfo info{o.workload,   o.strategy.empty() ? "direct" : o.strategy,
                          o.label,      o.target,
                          o.time_scale, run->duration_s};
+  info.concurrency = d.concurrency;
   workload::Summary summary = workload::Summarize(run->records, info);
   auto json = workload::SummaryJson(summary);
 

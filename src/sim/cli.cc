@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
+#include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 
+#include "common/progress.h"
 #include "engine/profile.h"
 #include "sim/scenarios.h"
 #include "workload/report.h"
@@ -42,6 +45,7 @@ struct CliOptions {
   std::string multiturn;
   bool kv_events = false;  // ad-hoc: precise prefix index from the engines' KV events
   bool quiet = false;
+  std::string records;  // non-empty: per-request JSONL of each run's first trial under it
 };
 
 std::vector<std::string> SplitList(const std::string& s) {
@@ -50,6 +54,32 @@ std::vector<std::string> SplitList(const std::string& s) {
   for (std::string item; std::getline(in, item, ',');)
     if (!item.empty()) out.push_back(item);
   return out;
+}
+
+// A condition label as a file-name part: characters other than [A-Za-z0-9._=-] become '_'.
+std::string FileNamePart(const std::string& s) {
+  std::string out = s;
+  for (char& ch : out) {
+    bool keep = std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' ||
+                ch == '=' || ch == '-';
+    if (!keep) ch = '_';
+  }
+  return out;
+}
+
+// Writes `trial`'s client-side records, one JSON object a line (bench's RecordJson shape:
+// start_s, ttft_s, e2e_s, endpoint, ...), to DIR/<scenario>/<workload>_<label>_<strategy>.jsonl.
+Status WriteRecords(const std::string& dir, const std::string& scenario, const Condition& c,
+                    const std::string& strategy, const SimResult& trial) {
+  std::filesystem::path folder = std::filesystem::path(dir) / scenario;
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  std::string name = FileNamePart(c.workload + "_" + c.label + "_" + strategy) + ".jsonl";
+  std::ofstream f(folder / name, std::ios::trunc);
+  for (const auto& r : trial.requests)
+    f << boost::json::serialize(workload::RecordJson(r.record)) << "\n";
+  if (!f) return Status(ErrorCode::kInternal, "cannot write " + (folder / name).string());
+  return Status::Ok();
 }
 
 Result<Scenario> AdHocScenario(const CliOptions& o, const ScenarioParams& params) {
@@ -146,8 +176,31 @@ int Run(const CliOptions& o) {
   std::filesystem::create_directories(o.out, ec);
   double total_wall = 0;
   size_t total_requests = 0;
+  Status records_status = Status::Ok();
   for (const auto& s : scenarios) {
+    ProgressLine progress(TerminalStderr(), "simulate " + s.name, "requests", 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto elapsed = [t0] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    size_t done = 0;
+    plan.on_progress = [&](size_t d, size_t total) {
+      progress.set_total(total);
+      progress.Update(done = d, elapsed());
+    };
+    if (!o.records.empty()) {
+      plan.on_first_trial = [&](const Condition& c, const std::string& strategy,
+                                const SimResult& trial) {
+        Status st = WriteRecords(o.records, s.name, c, strategy, trial);
+        if (!st.ok() && records_status.ok()) records_status = st;
+      };
+    }
     auto doc = RunScenario(s, plan);
+    progress.Finish(done, elapsed());
+    if (!records_status.ok()) {
+      fmt::print(stderr, "simulate: {}\n", records_status.message());
+      return 1;
+    }
     if (!doc.ok()) {
       fmt::print(stderr, "simulate: {}: {}\n", s.name, doc.status().message());
       return 1;
@@ -218,6 +271,9 @@ void RegisterCommand(CLI::App& app) {
   cmd->add_flag("--kv-events", opts->kv_events,
                 "ad-hoc: route with the precise prefix index fed by the engines' KV events");
   cmd->add_flag("--quiet", opts->quiet, "print only the timing lines");
+  cmd->add_option("--records", opts->records,
+                  "directory for per-request records (JSONL) of each run's first trial, "
+                  "DIR/<scenario>/<workload>_<label>_<strategy>.jsonl (for the reports' plots)");
   cmd->callback([opts] { SetExitCode(Run(*opts)); });
 }
 

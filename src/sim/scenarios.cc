@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "engine/profile.h"
@@ -343,6 +344,9 @@ Result<boost::json::object> RunScenario(const Scenario& scenario, const RunPlan&
                    [&](const Job& a, const Job& b) { return cost(a) > cost(b); });
   std::vector<std::optional<Result<SimResult>>> out(jobs.size());
   std::atomic<size_t> next{0};
+  size_t total_requests = 0, done_requests = 0;
+  for (const Job& j : jobs) total_requests += cost(j);
+  std::mutex progress_mu;
   auto worker = [&] {
     for (size_t j = next++; j < jobs.size(); j = next++) {
       const Job& job = jobs[j];
@@ -350,6 +354,11 @@ Result<boost::json::object> RunScenario(const Scenario& scenario, const RunPlan&
       o.strategy = plan.strategies[job.strategy];
       o.seed = plan.seed + job.trial;
       out[j] = Simulate(sessions[job.condition][job.trial], o);
+      if (plan.on_progress) {
+        std::lock_guard<std::mutex> lock(progress_mu);
+        done_requests += cost(job);
+        plan.on_progress(done_requests, total_requests);
+      }
     }
   };
   std::vector<std::thread> threads;
@@ -364,11 +373,15 @@ Result<boost::json::object> RunScenario(const Scenario& scenario, const RunPlan&
     for (size_t s = 0; s < plan.strategies.size(); ++s) {
       if (!runs_strategy(s)) continue;
       std::vector<SimResult> runs;
+      size_t first_trial = 0;
       for (size_t j = 0; j < jobs.size(); ++j) {
         if (jobs[j].condition != c || jobs[j].strategy != s) continue;
         if (!out[j]->ok()) return out[j]->status();
+        if (jobs[j].trial == 0) first_trial = runs.size();
         runs.push_back(std::move(out[j]->value()));
       }
+      if (plan.on_first_trial && !runs.empty())
+        plan.on_first_trial(scenario.conditions[c], plan.strategies[s], runs[first_trial]);
       for (const auto& r : runs) {
         simulated += r.requests.size();
         for (const auto& q : r.requests) {

@@ -36,6 +36,7 @@
 
 #include <boost/json.hpp>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,14 @@ struct RunPlan {
   size_t trials = 3;
   uint64_t seed = 1;
   size_t jobs = 2;  // threads
+  // Called after each simulation finishes with the requests of the finished simulations
+  // and of all of them (one simulation: one condition x strategy x trial). Calls are
+  // serialised (one at a time) but come from the simulation threads. May be empty.
+  std::function<void(size_t done_requests, size_t total_requests)> on_progress;
+  // Called once per (condition, strategy) with its first trial, after every simulation
+  // finished, on the calling thread (e.g. to keep per-request records). May be empty.
+  std::function<void(const Condition&, const std::string& strategy, const SimResult& trial0)>
+      on_first_trial;
 };
 
 // Summary of one (condition, strategy) over its trials, as a JSON object (fields above).

@@ -145,6 +145,7 @@ boost::json::object SummaryJson(const Summary& s) {
   o["throughput_rps"] = s.throughput_rps;
   o["output_tokens_per_s"] = s.output_tokens_per_s;
   o["time_scale"] = s.info.time_scale;
+  o["concurrency"] = s.info.concurrency;
   boost::json::object eps;
   for (const auto& [name, n] : s.endpoints) eps[name] = n;
   o["endpoints"] = std::move(eps);

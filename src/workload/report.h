@@ -44,7 +44,8 @@ struct RunInfo {
   std::string label;     // free-form row label; empty: none
   std::string target;    // URL benchmarked
   double time_scale = 1;
-  double duration_s = 0;  // model seconds from the first request sent to the last finished
+  double duration_s = 0;   // model seconds from the first request sent to the last finished
+  size_t concurrency = 0;  // closed loop: sessions kept in flight; 0: open loop
 };
 
 struct Summary {
@@ -72,7 +73,7 @@ boost::json::object RecordJson(const RequestRecord& r);
 // Summary: workload, strategy, label, target, requests, errors, ttft_{mean,p50,p90,p99}_s,
 // itl_p50_s, itl_p90_s, e2e_p50_s, e2e_p90_s, prompt_tokens, cached_tokens,
 // completion_tokens, cached_token_ratio, duration_s, throughput_rps, output_tokens_per_s,
-// time_scale, endpoints {name: count}.
+// time_scale, concurrency (0: open loop), endpoints {name: count}.
 boost::json::object SummaryJson(const Summary& s);
 
 // Inserts `result` into doc["results"] (created if absent), replacing an element with the

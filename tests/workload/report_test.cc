@@ -65,17 +65,18 @@ TEST(SummaryTest, ComputesStatisticsOverSuccessfulRequests) {
 
 TEST(SummaryTest, JsonShapeHasTheDocumentedFields) {
   Summary s =
-      Summarize({Ok(1.0, {}, 2.0, 10, 5)}, {"trace", "predicted-ttft", "slice", "u", 20, 4.0});
+      Summarize({Ok(1.0, {}, 2.0, 10, 5)}, {"trace", "predicted-ttft", "slice", "u", 20, 4.0, 8});
   auto o = SummaryJson(s);
   for (const char* key :
        {"workload", "strategy", "label", "requests", "errors", "ttft_p50_s", "ttft_p90_s",
         "ttft_p99_s", "itl_p50_s", "e2e_p50_s", "cached_token_ratio", "duration_s",
-        "throughput_rps", "time_scale", "endpoints"}) {
+        "throughput_rps", "time_scale", "concurrency", "endpoints"}) {
     EXPECT_TRUE(o.contains(key)) << key;
   }
   EXPECT_EQ(o.at("workload").as_string(), "trace");
   EXPECT_EQ(o.at("strategy").as_string(), "predicted-ttft");
   EXPECT_DOUBLE_EQ(o.at("time_scale").as_double(), 20.0);
+  EXPECT_EQ(o.at("concurrency").to_number<size_t>(), 8u);
   EXPECT_TRUE(o.at("itl_p50_s").is_null());  // no ITL samples: null, not NaN
   // Serialises to strict JSON (NaN would not parse back).
   auto back = boost::json::parse(boost::json::serialize(o));
