@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build test test-sdk unit-test demo bench bench-sim format clean k8s-tools
+.PHONY: all deps build test test-sdk unit-test demo bench bench-sim bench-gateway bench-peers format clean k8s-tools
 
 all: build
 
@@ -37,6 +37,17 @@ bench: build
 # Every simulator scenario for every strategy: results/sim/*.json and results/sim/REPORT.md.
 bench-sim: build
 	BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/bench_sim.sh
+
+# What each front adds over a direct connection to one engine: Kinference, nginx,
+# sglang-router and vllm-router (installed by scripts/peers-env.sh, cached in ~/.cache):
+# results/gateway/REPORT.md.
+bench-gateway: build
+	BUILD=$(BUILD) bash scripts/bench_gateway.sh
+
+# The demo's workloads through Kinference and through the peer routers (three fresh
+# engine-sims per run): results/peers/REPORT.md.
+bench-peers: build
+	BUILD=$(BUILD) bash scripts/bench_peers.sh
 
 # etcd, kube-apiserver, kubectl and helm at pinned versions, built from the Go module proxy
 # into ~/.cache/kinference (once per machine). Prints their folder.

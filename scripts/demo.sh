@@ -92,13 +92,16 @@ wait_listening() {
 start_cluster() {
   local strategy=$1 i port endpoints=""
   for i in 1 2 3; do
+    # A log left by the previous run would be read before the new process truncates it.
+    rm -f "$TMP/engine$i.log" "$TMP/engine$i.log.err"
     "$BIN" engine-sim --profile "$PROFILE" --time-scale "$K" --port 0 \
       --engine-label "replica$i" >"$TMP/engine$i.log" 2>"$TMP/engine$i.log.err" &
     PIDS+=($!)
     port=$(wait_listening engine-sim "$TMP/engine$i.log" "$!")
     endpoints+="      - http://127.0.0.1:$port"$'\n'
   done
-  # Scrape every model second (1/K real seconds): the routing core wants fresh metrics.
+  # scrape_interval_s is in model seconds: 1/K model seconds (50 ms at K = 20, the Gateway API
+  # Inference Extension's default metrics refresh) keeps the router's view fresh.
   cat >"$TMP/gateway.yaml" <<EOF
 listen: {address: 127.0.0.1, port: 0}
 strategy: $strategy
@@ -111,6 +114,7 @@ pools:
     endpoints:
 $endpoints
 EOF
+  rm -f "$TMP/gateway.log" "$TMP/gateway.log.err"
   "$BIN" gateway --config "$TMP/gateway.yaml" >"$TMP/gateway.log" 2>"$TMP/gateway.log.err" &
   PIDS+=($!)
   port=$(wait_listening gateway "$TMP/gateway.log" "$!")

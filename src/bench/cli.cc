@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "bench/driver.h"
+#include "bench/http_load.h"
 #include "common/progress.h"
 #include "http/client.h"
 #include "workload/report.h"
@@ -182,6 +183,95 @@ int PrintTable(const std::string& path) {
   return 0;
 }
 
+boost::json::object StatsJson(const LatencyStats& s) {
+  return {{"p50_us", s.p50_us},
+          {"p90_us", s.p90_us},
+          {"p99_us", s.p99_us},
+          {"mean_us", s.mean_us},
+          {"max_us", s.max_us}};
+}
+
+struct HttpCliOptions {
+  std::string target;
+  std::string body_file;
+  std::vector<std::string> headers;
+  HttpLoadOptions load;
+};
+
+int RunHttp(const HttpCliOptions& c) {
+  HttpLoadOptions o = c.load;
+  auto hp = http::ParseHostPort(c.target);
+  if (!hp.ok()) {
+    fmt::print(stderr, "bench http: bad --target '{}': {}\n", c.target, hp.status().message());
+    return 2;
+  }
+  o.host = hp->first;
+  o.port = hp->second;
+  if (!c.body_file.empty()) {
+    std::ifstream f(c.body_file, std::ios::binary);
+    if (!f) {
+      fmt::print(stderr, "bench http: cannot read --body-file {}\n", c.body_file);
+      return 2;
+    }
+    o.body.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  for (const auto& h : c.headers) {
+    size_t colon = h.find(':');
+    if (colon == std::string::npos || colon == 0) {
+      fmt::print(stderr, "bench http: --header wants 'Name: value', got '{}'\n", h);
+      return 2;
+    }
+    size_t v = h.find_first_not_of(' ', colon + 1);
+    o.headers.emplace_back(h.substr(0, colon), v == std::string::npos ? "" : h.substr(v));
+  }
+  auto r = RunHttpLoad(o);
+  if (!r.ok()) {
+    fmt::print(stderr, "bench http: {}\n", r.status().message());
+    return 2;
+  }
+  boost::json::object out{{"target", c.target},
+                          {"path", o.path},
+                          {"connections", o.connections},
+                          {"requests", r->requests},
+                          {"errors", r->errors},
+                          {"first_error", r->first_error},
+                          {"reconnects", r->reconnects},
+                          {"duration_s", r->duration_s},
+                          {"requests_per_s", r->requests_per_s},
+                          {"first_byte", StatsJson(r->first_byte)},
+                          {"total", StatsJson(r->total)}};
+  fmt::print("{}\n", boost::json::serialize(out));
+  fmt::print(stderr,
+             "bench http: {} ok, {} errors{}, {:.0f} requests/s; first byte p50 {:.0f} us p99 "
+             "{:.0f} us; total p50 {:.0f} us p99 {:.0f} us\n",
+             r->requests, r->errors, r->errors ? " (first: " + r->first_error + ")" : "",
+             r->requests_per_s, r->first_byte.p50_us, r->first_byte.p99_us, r->total.p50_us,
+             r->total.p99_us);
+  return r->requests == 0 ? 1 : 0;
+}
+
+void RegisterHttp(CLI::App* bench) {
+  auto c = std::make_shared<HttpCliOptions>();
+  auto* cmd = bench->add_subcommand(
+      "http",
+      "Closed-loop HTTP load: one request repeated on N keep-alive connections; prints "
+      "JSON (requests/s, first-byte and total latency percentiles in microseconds)");
+  cmd->add_option("--target", c->target, "http://host:port")->required();
+  cmd->add_option("--method", c->load.method)->capture_default_str();
+  cmd->add_option("--path", c->load.path)->capture_default_str();
+  cmd->add_option("--body", c->load.body, "request body (JSON)");
+  cmd->add_option("--body-file", c->body_file, "request body from a file");
+  cmd->add_option("--header", c->headers, "extra header 'Name: value' (repeatable)");
+  cmd->add_option("--connections", c->load.connections)->capture_default_str();
+  cmd->add_option("--requests", c->load.requests, "measured requests")->capture_default_str();
+  cmd->add_option("--warmup", c->load.warmup, "requests sent before measuring")
+      ->capture_default_str();
+  cmd->add_option("--timeout", c->load.timeout_s, "seconds per request")->capture_default_str();
+  cmd->add_flag("--new-connection", c->load.new_connection_per_request,
+                "open a connection per request");
+  cmd->callback([c] { SetExitCode(RunHttp(*c)); });
+}
+
 }  // namespace
 
 void RegisterCommand(CLI::App& app) {
@@ -229,9 +319,10 @@ void RegisterCommand(CLI::App& app) {
   auto* table = cmd->add_subcommand("table", "Print the side-by-side table of a summary file");
   table->add_option("--summary", o->table_summary, "summary JSON file")->required();
   table->callback([o] { SetExitCode(PrintTable(o->table_summary)); });
+  RegisterHttp(cmd);
 
-  cmd->callback([o, table] {
-    if (table->parsed()) return;
+  cmd->callback([o, table, cmd] {
+    if (table->parsed() || cmd->got_subcommand("http")) return;
     if (o->target.empty()) {
       fmt::print(stderr, "bench: --target is required\n");
       SetExitCode(2);
