@@ -12,6 +12,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <compare>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -29,31 +30,52 @@ namespace {
 
 namespace ssl = asio::ssl;
 
-// One verifying TLS client context per CA file ("" = system trust store), shared by all
-// calls: loading a trust store per connection would cost milliseconds each. An
-// ssl::context is safe to share once configured. Errors: kInvalidArgument (bad CA file).
-Result<std::shared_ptr<ssl::context>> TlsContextFor(const std::string& ca_file) {
+// What a TLS client context is made from (ClientRequest's TLS fields).
+struct TlsSettings {
+  std::string ca_file;
+  std::string ca_pem;
+  std::string client_cert_pem;
+  std::string client_key_pem;
+  auto operator<=>(const TlsSettings&) const = default;
+};
+
+// One verifying TLS client context per TlsSettings (all empty = system trust store, no
+// client certificate), shared by all calls: loading a trust store per connection would
+// cost milliseconds each. An ssl::context is safe to share once configured. Errors:
+// kInvalidArgument (a CA, certificate or key that does not load).
+Result<std::shared_ptr<ssl::context>> TlsContextFor(const TlsSettings& settings) {
   static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<ssl::context>> cache;
+  static std::map<TlsSettings, std::shared_ptr<ssl::context>> cache;
   std::lock_guard<std::mutex> lock(mu);
-  if (auto it = cache.find(ca_file); it != cache.end()) return it->second;
+  if (auto it = cache.find(settings); it != cache.end()) return it->second;
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
   beast::error_code ec;
   ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
                        ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1,
                    ec);
-  if (ca_file.empty()) {
+  auto fail = [](const std::string& what, const beast::error_code& e) {
+    return Status(ErrorCode::kInvalidArgument, "tls: cannot load " + what + ": " + e.message());
+  };
+  if (settings.ca_file.empty() && settings.ca_pem.empty()) {
     ctx->set_default_verify_paths(ec);
-  } else {
-    ctx->load_verify_file(ca_file, ec);
+    if (ec) return fail("CA store", ec);
   }
-  if (ec) {
-    return Status(
-        ErrorCode::kInvalidArgument,
-        "tls: cannot load CA " + (ca_file.empty() ? "store" : ca_file) + ": " + ec.message());
+  if (!settings.ca_file.empty()) {
+    ctx->load_verify_file(settings.ca_file, ec);
+    if (ec) return fail("CA " + settings.ca_file, ec);
+  }
+  if (!settings.ca_pem.empty()) {
+    ctx->add_certificate_authority(asio::buffer(settings.ca_pem), ec);
+    if (ec) return fail("CA (PEM data)", ec);
+  }
+  if (!settings.client_cert_pem.empty() || !settings.client_key_pem.empty()) {
+    ctx->use_certificate_chain(asio::buffer(settings.client_cert_pem), ec);
+    if (ec) return fail("client certificate", ec);
+    ctx->use_private_key(asio::buffer(settings.client_key_pem), ssl::context::pem, ec);
+    if (ec) return fail("client key", ec);
   }
   ctx->set_verify_mode(ssl::verify_peer);
-  cache.emplace(ca_file, ctx);
+  cache.emplace(settings, ctx);
   return ctx;
 }
 
@@ -98,6 +120,8 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
     key_.tls = request_.tls;
     if (request_.tls) {
       key_.ca_file = request_.ca_file;
+      key_.ca_pem = request_.ca_pem;
+      key_.client_cert_pem = request_.client_cert_pem;
       if (!is_ip_) key_.sni = request_.host;
     }
   }
@@ -132,7 +156,8 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
     conn_ = std::make_shared<detail::Connection>(
         pool_ != nullptr ? asio::any_io_executor(pool_->io().get_executor()) : ex_);
     if (request_.tls) {
-      auto ctx = TlsContextFor(request_.ca_file);
+      auto ctx = TlsContextFor(TlsSettings{request_.ca_file, request_.ca_pem,
+                                           request_.client_cert_pem, request_.client_key_pem});
       if (!ctx.ok()) return Complete(Status(ErrorCode::kUnavailable, ctx.status().message()));
       conn_->tls_ctx = *ctx;
       conn_->tls.emplace(conn_->socket, *conn_->tls_ctx);

@@ -13,7 +13,8 @@
 //
 // Connection reuse (keep-alive pooling, like Go net/http's Transport or Envoy's pools):
 // calls on executors of one io_context share a pool of idle connections (an asio service
-// of that io_context, http/connection_pool.h), keyed by (host, port, tls, ca_file, SNI).
+// of that io_context, http/connection_pool.h), keyed by (host, port, tls, ca_file, ca_pem,
+// client certificate, SNI).
 // - A connection goes back to the pool only when the response ended cleanly and
 //   completely, the response allowed keep-alive (HTTP/1.1 without `Connection: close`,
 //   framed by Content-Length or chunked), no byte beyond it arrived, and the call was not
@@ -73,6 +74,13 @@ struct ClientRequest {
   double total_timeout_s = 0;
   bool tls = false;     // https
   std::string ca_file;  // PEM CA bundle to trust instead of the system store (tls only)
+  // The same given as PEM text (a kubeconfig's certificate-authority-data); trusted in
+  // addition to ca_file when both are set, instead of the system store.
+  std::string ca_pem;
+  // Client certificate chain and private key, PEM text (TLS client authentication, as a
+  // kubeconfig's client-certificate-data / client-key-data); both or neither.
+  std::string client_cert_pem;
+  std::string client_key_pem;
   // Take an idle connection from the pool and give the connection back after a clean
   // keep-alive response (see the header comment). false: a connection of its own.
   bool reuse_connection = true;

@@ -3,7 +3,7 @@
 //
 // One ConnectionPool per io_context, as an asio service (use_service), so StartCall keeps
 // its signature and connections never cross io_contexts. Idle connections are kept per
-// PoolKey (host, port, tls, ca_file, SNI), most recently used first, at most
+// PoolKey (host, port, tls, CA, client certificate, SNI), most recently used first, at most
 // kMaxIdlePerKey per key (the oldest is closed beyond that), each for at most its idle
 // timeout. While idle, a connection has a timer and a wait for readability on its socket
 // pending: a server close (or any unexpected byte) while idle closes it at once. Those two
@@ -40,7 +40,9 @@ struct PoolKey {
   uint16_t port = 0;
   bool tls = false;
   std::string ca_file;
-  std::string sni;  // "" when none was sent (plain HTTP, IP literal)
+  std::string ca_pem;
+  std::string client_cert_pem;  // the key goes with the certificate
+  std::string sni;              // "" when none was sent (plain HTTP, IP literal)
   auto operator<=>(const PoolKey&) const = default;
 };
 
