@@ -4,6 +4,7 @@
 
 #include "bench/cli.h"
 #include "common/build_info.h"
+#include "controller/cli.h"
 #include "enginesim/cli.h"
 #include "gateway/cli.h"
 #include "gateway/config/policy_cli.h"
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   kinference::bench::RegisterCommand(app);
   kinference::gateway::RegisterPolicyCommand(app);
   kinference::ledger::RegisterUsageCommand(app);
+  kinference::controller::RegisterCommand(app);
   CLI11_PARSE(app, argc, argv);
   return kinference::ExitCode();
 }
