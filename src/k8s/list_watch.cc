@@ -98,8 +98,15 @@ Step ListWatch::OnListPage(std::string_view body, std::vector<Change>& changes) 
 }
 
 Step ListWatch::OnListFailed(int http_status) {
-  last_error_ =
-      http_status == 0 ? "list: transport error" : fmt::format("list: HTTP {}", http_status);
+  if (http_status == 0) {
+    last_error_ = "list: transport error";
+  } else if (http_status == 404) {
+    last_error_ = "list: HTTP 404 (is the resource's CustomResourceDefinition installed?)";
+  } else if (http_status == 401 || http_status == 403) {
+    last_error_ = fmt::format("list: HTTP {} (check the credentials and RBAC)", http_status);
+  } else {
+    last_error_ = fmt::format("list: HTTP {}", http_status);
+  }
   return WaitThen(Step::Kind::kList);
 }
 
@@ -123,9 +130,10 @@ bool ListWatch::OnWatchLine(std::string_view line, std::vector<Change>& changes)
   if (type == "ERROR") {
     // A metav1.Status; 410 Gone means the resourceVersion is too old (compacted).
     const json::value* code = o.if_contains("code");
-    bool gone = code != nullptr && code->is_number() && code->to_number<int64_t>() == 410;
-    last_error_ =
-        fmt::format("watch: ERROR {}: {}", StringAt(o, {"reason"}), StringAt(o, {"message"}));
+    int64_t status = code != nullptr && code->is_number() ? code->to_number<int64_t>() : 0;
+    bool gone = status == 410;
+    last_error_ = fmt::format("watch: ERROR {} {}: {}", status, StringAt(o, {"reason"}),
+                              StringAt(o, {"message"}));
     if (gone) {
       watch_gone_ = true;
     } else {
