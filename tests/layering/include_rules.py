@@ -38,13 +38,14 @@ LAYERS = {
     "http": (CORE, ["common", "api"]),  # HTTP/1.1 server and client (transport)
     "accounting": (CORE, ["common"]),  # prices, usage records, budgets, limits (pure)
     "ledger": (CORE, ["common", "accounting"]),  # accounting I/O: stores, spool, writer, Redis
+    "k8s": (CORE, ["common", "http"]),  # Kubernetes client: config, REST, reflectors, leases
+    "crd": (CORE, ["common", "policy", "k8s"]),  # kinference.io resources, status, revisions (pure)
     # shells
     "gateway": (SHELL, None),
     "enginesim": (SHELL, None),
     "sim": (SHELL, None),
     "bench": (SHELL, None),
-    # Coming: add each as it appears, e.g.
-    #   "controller": (SHELL, None), "k8s": (CORE, ["common", "http"]).
+    "controller": (SHELL, None),
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
