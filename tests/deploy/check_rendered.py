@@ -5,6 +5,7 @@
   check_rendered.py custom FILE                serviceMonitor on, watchNamespace team-a, controller
                                                disabled
   check_rendered.py kinference-resources FILE  prints the kinference.io resources the Roles name
+  check_rendered.py controller-args FILE       prints the controller container's args, one a line
 
 Exits 1 with one line per problem.
 """
@@ -198,6 +199,10 @@ def main():
     docs = load(path)
     if mode == "kinference-resources":
         print(" ".join(kinference_resources(docs)) + " ")
+        return 0
+    if mode == "controller-args":
+        deploy = named(docs, "Deployment", "kinference-controller")
+        print("\n".join(deploy["spec"]["template"]["spec"]["containers"][0]["args"]))
         return 0
     problems = {"defaults": defaults, "custom": custom}[mode](docs)
     for p in problems:

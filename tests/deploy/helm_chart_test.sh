@@ -3,15 +3,22 @@
 #  - helm lint --strict; helm template with several value sets, checked object by object
 #    (tests/deploy/check_rendered.py); the values schema refuses unknown keys;
 #  - the chart's CRDs and the InferencePool fixture applied with kubectl and Established;
-#    the examples in examples/kubernetes/ accepted by the API server (server-side dry run);
-#  - helm install into two watched namespaces, upgrade, uninstall (CRDs stay, as Helm does);
+#    the examples in examples/kubernetes/ and examples/policies/ accepted by the API server
+#    (server-side dry run);
+#  - helm install (release namespace kinference-system, watching team-a), upgrade, uninstall
+#    (CRDs stay, as Helm does);
 #  - RBAC: tokens of the chart's ServiceAccounts (kubectl create token) may do exactly what
-#    the controller and the gateway do, and nothing more (kubectl auth can-i --token).
+#    the controller and the gateway do, and nothing more (kubectl auth can-i --token);
+#  - and is enough: `kinference controller` run with the controller's token (a kubeconfig
+#    holding only that token, the chart's args) syncs every cache, takes the Lease, accepts the
+#    examples and writes their status and revisions without a single 403.
 # Prints one "ok"/"FAIL" line per check; exits non-zero if any failed.
-# Usage: tests/deploy/helm_chart_test.sh   (tools from scripts/k8s-tools.sh; make test builds them)
+# Usage: tests/deploy/helm_chart_test.sh KINFERENCE_BINARY
+#   (tools from scripts/k8s-tools.sh; make test builds them)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CHART="$ROOT/deploy/helm/kinference"
+KINFERENCE=${1:?usage: helm_chart_test.sh KINFERENCE_BINARY}
 BIN=$(bash "$ROOT/scripts/k8s-tools.sh" --print-dir)
 for t in kubectl helm; do
   [[ -x $BIN/$t ]] || {
@@ -94,8 +101,8 @@ crd_kinds=$(kubectl get crd -o jsonpath='{range .items[?(@.spec.group=="kinferen
 check "namespaces" kubectl create namespace kinference-system
 kubectl create namespace team-a >/dev/null
 kubectl create namespace other >/dev/null
-for f in "$ROOT"/examples/kubernetes/*.yaml; do
-  check "API server accepts examples/kubernetes/$(basename "$f") (server-side dry run)" \
+for f in "$ROOT"/examples/kubernetes/*.yaml "$ROOT"/examples/policies/*.yaml; do
+  check "API server accepts ${f#"$ROOT"/} (server-side dry run)" \
     kubectl apply --dry-run=server -n team-a -f "$f"
 done
 
@@ -220,6 +227,85 @@ forbidden "gateway token lists secrets in another namespace" get secrets -n othe
 forbidden "gateway token reads a named secret" get secret unrelated -n team-a --token "$GW"
 forbidden "gateway token creates a pod" run p --image=x -n team-a --token "$GW"
 forbidden "controller token deletes a CRD" delete crd inferencepolicies.kinference.io --token "$CTRL"
+
+# --- The controller itself, with nothing but its ServiceAccount's token.
+SERVER=$(sed -n 's/^K8S_SERVER=//p' "$ENVDIR/env")
+SA_KUBECONFIG="$WORK/controller.kubeconfig"
+kubectl config set-cluster test --server "$SERVER" --certificate-authority \
+  "$ENVDIR/certs/apiserver.crt" --embed-certs --kubeconfig "$SA_KUBECONFIG" >/dev/null
+kubectl config set-credentials controller --token "$CTRL" --kubeconfig "$SA_KUBECONFIG" >/dev/null
+kubectl config set-context test --cluster test --user controller --kubeconfig "$SA_KUBECONFIG" >/dev/null
+kubectl config use-context test --kubeconfig "$SA_KUBECONFIG" >/dev/null
+# The same objects a user would apply: the example provider and tenant with their Secrets,
+# the example policies.
+kubectl delete inferencepolicy rbac-probe -n team-a >/dev/null
+for f in "$ROOT"/examples/kubernetes/inference{provider,tenant,policy}.yaml "$ROOT"/examples/policies/*.yaml; do
+  kubectl apply -n team-a -f "$f" >/dev/null || fail "kubectl apply ${f#"$ROOT"/}"
+done
+# The args of templates/controller-deployment.yaml, listening on loopback.
+mapfile -t args < <(python3 "$ROOT/tests/deploy/check_rendered.py" controller-args "$WORK/default.yaml" |
+  sed -e 's/^--namespace=.*/--namespace=team-a/' -e 's/^--listen=.*/--listen=127.0.0.1:0/')
+"$KINFERENCE" "${args[@]}" --kubeconfig "$SA_KUBECONFIG" \
+  >"$WORK/controller.out" 2>"$WORK/controller.err" &
+CONTROLLER_PID=$!
+stop_controller() {
+  kill "$CONTROLLER_PID" 2>/dev/null && wait "$CONTROLLER_PID" 2>/dev/null
+  CONTROLLER_PID=
+}
+trap 'stop_controller; cleanup' EXIT
+port=
+for _ in $(seq 1 300); do
+  port=$(sed -n 's/^controller listening on .*:\([0-9]*\)$/\1/p' "$WORK/controller.out")
+  [[ -n $port ]] && break
+  kill -0 "$CONTROLLER_PID" 2>/dev/null || break
+  sleep 0.2
+done
+ready=no
+if [[ -n $port ]]; then
+  for _ in $(seq 1 300); do
+    curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && ready=yes && break
+    sleep 0.2
+  done
+fi
+[[ $ready == yes ]] && ok "controller with its token: every cache synced (/readyz 200)" ||
+  fail "controller with its token: /readyz never 200 (port '$port'): $(tail -5 "$WORK/controller.err")"
+# wait_for DESCRIPTION COMMAND...: retried for up to 60 s.
+wait_for() {
+  local what=$1 i
+  shift
+  for i in $(seq 1 300); do
+    "$@" >/dev/null 2>&1 && {
+      ok "$what"
+      return
+    }
+    sleep 0.2
+  done
+  fail "$what (60 s)"
+}
+jp() { kubectl get -n team-a "$1" -o jsonpath="$2" 2>/dev/null; }
+wait_for "controller with its token holds Lease kinference-controller" \
+  bash -c "[[ -n \$('$BIN/kubectl' get lease kinference-controller -n team-a -o jsonpath='{.spec.holderIdentity}') ]]"
+accepted() { [[ $(jp "$1" '{.status.conditions[?(@.type=="Accepted")].status}') == True ]]; }
+revisions() { [[ $(jp "$1" '{.status.currentRevision}') == 1 ]]; }
+for obj in inferenceprovider/openai inferencetenant/team-a \
+  $(kubectl get inferencepolicies -n team-a -o name | sed "s|.*/|inferencepolicy/|"); do
+  wait_for "controller with its token: $obj status Accepted=True" accepted "$obj"
+done
+for p in $(kubectl get inferencepolicies -n team-a -o name); do
+  wait_for "controller with its token: ${p##*/} at revision 1" revisions "inferencepolicy/${p##*/}"
+done
+n_policies=$(kubectl get inferencepolicies -n team-a -o name | wc -l)
+n_revisions=$(kubectl get controllerrevisions -n team-a -o name | wc -l)
+[[ $n_revisions == "$n_policies" ]] && ok "controller with its token: one ControllerRevision per policy ($n_revisions)" ||
+  fail "controller with its token: $n_revisions ControllerRevisions for $n_policies policies"
+kubectl patch inferencepolicy team-a-local-first -n team-a --type=merge -p '{"spec":{"priority":60}}' >/dev/null
+wait_for "controller with its token: an edited policy gets revision 2" \
+  bash -c "[[ \$('$BIN/kubectl' get inferencepolicy team-a-local-first -n team-a -o jsonpath='{.status.currentRevision}') == 2 ]]"
+stop_controller
+if grep -qiE '403|forbidden' "$WORK/controller.err"; then
+  fail "controller with its token logged a refusal:"
+  grep -iE '403|forbidden' "$WORK/controller.err" | head -5 | sed 's/^/    /'
+else ok "controller with its token: no 403 in its log"; fi
 
 # --- Uninstall: the release's objects go, the CRDs stay (Helm never deletes crds/).
 check "helm uninstall" helm uninstall kinference -n kinference-system
