@@ -88,6 +88,38 @@ HardwareProfile H10027bFp8() {
   return p;
 }
 
+HardwareProfile CpuQwen2Tiny() {
+  // A differently SHAPED cost curve, for testing that the router learns shape and not
+  // only speed (routing/ttft_predictor.h): real vLLM 0.32 on the two CPU cores of a
+  // development machine serving a tiny Qwen2 (2 layers, hidden 128, 4 heads, 2 KV heads,
+  // random weights; /work notes "real-vllm-cpu", measured 2026-12-01). Cold TTFT ~35 ms
+  // at 2,048 prompt tokens and ~125 ms at 4,096: 3.6x the time for 2x the tokens, so
+  // attention (quadratic) dominates where the GPU profiles' linear weight FLOPs do.
+  HardwareProfile p;
+  p.name = "cpu-qwen2-tiny";
+  p.model_name = "qwen2-tiny";
+  p.block_size = 128;  // vLLM's CPU default (must be a multiple of 32)
+  p.max_num_seqs = 256;
+  p.max_num_batched_tokens = 2048;  // long prompts are stored in 2,048-token chunks
+  p.max_model_len = 32768;          // the model's max_position_embeddings
+  // VLLM_CPU_KVCACHE_SPACE=1 GiB / (2 layers x 2 KV heads x 32 dims x 2 (K,V) x 2 B =
+  // 512 B per token) = 2,097,152 tokens = 16,384 blocks of 128.
+  p.num_gpu_blocks = static_cast<int>((1ull << 30) / 512 / 128);
+  p.step_overhead_s = 0.001;
+  // FITTED to the two cold TTFTs with 2,048-token chunks (two equations, two unknowns,
+  // 1 ms per step and 1 us per prompt token of front end): 3.17e-6 s per token through
+  // the weights and 1.31e-8 s per (query, context) pair of attention.
+  p.prefill_s_per_token = 3.17e-6;
+  p.attn_s_per_token_ctx = 1.31e-8;
+  p.frontend_s_per_prompt_token = 1e-6;
+  // ITL ~1-2 ms server side: 1.2 ms per step, a little per sequence, and the KV read at
+  // ~20 GB/s of memory bandwidth (512 B per context token: 2.6e-8 s) (assumed).
+  p.decode_base_s = 0.0012;
+  p.decode_s_per_seq = 0.0001;
+  p.decode_s_per_ctx_token = 512.0 / 20e9;
+  return p;
+}
+
 }  // namespace
 
 double StepDuration(const HardwareProfile& p,
@@ -113,9 +145,12 @@ double StepDuration(const HardwareProfile& p,
 Result<HardwareProfile> ProfileByName(std::string_view name) {
   if (name == "l40s-27b-fp8") return L40s27bFp8();
   if (name == "h100-27b-fp8") return H10027bFp8();
+  if (name == "cpu-qwen2-tiny") return CpuQwen2Tiny();
   return Status(ErrorCode::kNotFound, "unknown hardware profile: " + std::string(name));
 }
 
-std::vector<std::string> ProfileNames() { return {"l40s-27b-fp8", "h100-27b-fp8"}; }
+std::vector<std::string> ProfileNames() {
+  return {"l40s-27b-fp8", "h100-27b-fp8", "cpu-qwen2-tiny"};
+}
 
 }  // namespace kinference::engine

@@ -52,6 +52,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -104,10 +106,12 @@ struct MultiturnShape {
 // The shape of the shared-prefix and independent workloads (tokens). Defaults: the
 // constants above; smaller shapes fit small models (make demo-vllm: a tiny model with a
 // 32,768-token context, whose BPE tokenizer spends ~3.6 tokens on one synthetic word).
+// One prefix of tens of thousands of tokens shared by every request (prefixes = 1) is
+// the "large shared prefix" case of docs/simulator.md.
 struct SharedPrefixShape {
   size_t prefixes = kSharedPrefixCount;  // distinct prefixes (shared-prefix only)
   size_t prefix_tokens = kSharedPrefixTokens;
-  size_t suffix_tokens = kUniqueSuffixTokens;
+  size_t suffix_tokens = kUniqueSuffixTokens;  // unique per request
   int output_tokens = kSingleTurnOutputTokens;
 };
 
@@ -130,16 +134,55 @@ struct WorkloadSpec {
   size_t trace_sample = 1;
   // multiturn only:
   MultiturnShape multiturn;
-  // shared-prefix / independent only:
+  // shared-prefix and independent:
   SharedPrefixShape shared_prefix;
+  // Bursts (open loop; used when burst_size > 0 and rate_rps == 0): sessions arrive in
+  // bursts of burst_size, one every burst_interval_s (first at 0), the requests of a
+  // burst spread evenly over burst_spread_s; in shared-prefix the requests of burst b
+  // all carry prefix b % prefixes (a burst of one long prompt, cold until it lands).
+  size_t burst_size = 0;
+  double burst_interval_s = 60;
+  double burst_spread_s = 0.01;
 };
 
 // Text of one Mooncake block: SyntheticText(seed of hash_id, n_tokens), n <= 512. A
 // shorter block is a prefix of the full one.
 std::string TraceBlockText(uint64_t hash_id, size_t n_tokens = kTraceBlockTokens);
 
-// Builds the sessions of a workload. Errors: kInvalidArgument for an unknown name or
-// bad parameters; kNotFound when the trace file cannot be read.
+// A workload's sessions, generated on demand: what stays in memory is per-session
+// metadata (arrival time, number of turns) and the text shared by many sessions (the
+// shared-prefix workload's prefixes, the parsed trace lines' block ids), not every
+// session's prompts. `Get(i)` builds session i, equal to MakeWorkload(spec)[i]. The
+// simulator asks for a session when its first turn is sent and drops it when its last
+// turn finishes, so its memory follows the sessions in flight (64 replicas x 100,000
+// shared-prefix requests held ~100 KB of prompt text per request up front: 19.9 GB).
+//
+// Thread-safety: immutable after construction; Get may be called from any thread (the
+// simulator's scenario runner shares one source between its threads).
+class SessionSource {
+ public:
+  SessionSource();
+  // Sessions already built (tests, ad-hoc lists): Get returns copies.
+  static SessionSource FromSessions(std::vector<Session> sessions);
+
+  size_t size() const;
+  std::optional<double> arrival_s(size_t i) const;
+  size_t turns(size_t i) const;
+  size_t total_turns() const;  // sum of turns(i)
+  Session Get(size_t i) const;
+
+ private:
+  friend Result<SessionSource> MakeSessionSource(const WorkloadSpec& spec);
+  struct Impl;
+  std::shared_ptr<const Impl> impl_;
+};
+
+// The sessions of a workload, generated on demand (SessionSource). Errors: as MakeWorkload.
+Result<SessionSource> MakeSessionSource(const WorkloadSpec& spec);
+
+// Builds every session of a workload up front (SessionSource::Get for each). Errors:
+// kInvalidArgument for an unknown name or bad parameters; kNotFound when the trace file
+// cannot be read.
 Result<std::vector<Session>> MakeWorkload(const WorkloadSpec& spec);
 
 // The messages of turn `k` of `s`, given the assistant replies to turns 0..k-1.

@@ -76,6 +76,24 @@ TEST(CalibrationH100, FasterThanL40sBySpecRatios) {
   EXPECT_GT(itl_l / itl_h, 3.0);  // decode is memory-bound: ~3.9x bandwidth ratio
 }
 
+// The CPU profile's two measured points (real vLLM on two CPU cores, tiny Qwen2): the
+// cost grows ~3.6x for twice the tokens, a shape the GPU profiles do not have.
+TEST(CalibrationCpu, ColdTtftGrowsFasterThanLinearly) {
+  auto ttft = [](int tokens) {
+    Engine e(Profile("cpu-qwen2-tiny"));
+    EXPECT_TRUE(e.AddRequest(Req("a", Tokens(1, tokens), 1)).ok());
+    auto log = RunToIdle(e, 0);
+    const auto& f = log.finished.at("a");
+    return f.first_token - f.arrival;
+  };
+  const double t2k = ttft(2048), t4k = ttft(4096);
+  EXPECT_NEAR(t2k, 0.035, 0.004);
+  EXPECT_NEAR(t4k, 0.125, 0.010);
+  EXPECT_GT(t4k / t2k, 3.0);
+  auto l = Profile("l40s-27b-fp8");
+  EXPECT_LT(StepDuration(l, {{2048, 2048}}, {}) / StepDuration(l, {{2048, 0}}, {}), 1.1);
+}
+
 TEST(StepDurationTest, EmptyStepIsFreeAndTermsAdd) {
   auto p = testing::TinyProfile(10);
   p.attn_s_per_token_ctx = 1e-6;

@@ -173,6 +173,61 @@ TEST(WorkloadTest, MultiturnShapeAndMessages) {
   for (size_t i = 0; i < m1.size(); ++i) EXPECT_EQ(m1[i].content, m2[i].content);
 }
 
+TEST(WorkloadTest, SessionSourceGeneratesTheSameSessionsOnDemand) {
+  for (std::string name : {"shared-prefix", "independent", "multiturn"}) {
+    WorkloadSpec spec{.name = name, .sessions = 6, .rate_rps = 0.5, .seed = 4};
+    spec.multiturn.turns = 3;
+    auto all = Make(spec);
+    auto source = MakeSessionSource(spec);
+    ASSERT_TRUE(source.ok());
+    ASSERT_EQ(source->size(), all.size());
+    size_t turns = 0;
+    for (size_t i = all.size(); i-- > 0;) {  // any order
+      Session s = source->Get(i);
+      EXPECT_EQ(s.id, all[i].id);
+      EXPECT_EQ(s.arrival_s, all[i].arrival_s);
+      EXPECT_EQ(source->arrival_s(i), all[i].arrival_s);
+      EXPECT_EQ(s.system_prompt, all[i].system_prompt);
+      ASSERT_EQ(s.turns.size(), all[i].turns.size());
+      EXPECT_EQ(source->turns(i), all[i].turns.size());
+      for (size_t k = 0; k < s.turns.size(); ++k)
+        EXPECT_EQ(s.turns[k].user_text, all[i].turns[k].user_text);
+      turns += s.turns.size();
+    }
+    EXPECT_EQ(source->total_turns(), turns);
+  }
+  auto held = SessionSource::FromSessions(Make({.name = "independent", .sessions = 2, .seed = 9}));
+  EXPECT_EQ(held.size(), 2u);
+  EXPECT_FALSE(held.arrival_s(0).has_value());
+  EXPECT_EQ(CountTokens(held.Get(1).turns[0].user_text), kSharedPrefixTokens + kUniqueSuffixTokens);
+}
+
+TEST(WorkloadTest, BurstsShareOneNewPrefixEach) {
+  WorkloadSpec spec{.name = "shared-prefix", .sessions = 9, .seed = 2};
+  spec.burst_size = 3;
+  spec.burst_interval_s = 60;
+  spec.burst_spread_s = 0.01;
+  spec.shared_prefix.prefixes = 3;
+  spec.shared_prefix.prefix_tokens = 300;
+  spec.shared_prefix.suffix_tokens = 20;
+  spec.shared_prefix.output_tokens = 5;
+  auto s = Make(spec);
+  ASSERT_EQ(s.size(), 9u);
+  for (size_t i = 0; i < s.size(); ++i) {
+    const double burst_start = 60.0 * static_cast<double>(i / 3);
+    EXPECT_NEAR(*s[i].arrival_s, burst_start + 0.005 * static_cast<double>(i % 3), 1e-12);
+    EXPECT_EQ(CountTokens(s[i].turns[0].user_text), 320u);
+    EXPECT_EQ(s[i].turns[0].max_tokens, 5);
+  }
+  // Within a burst one prefix; across bursts different ones.
+  EXPECT_GE(CommonTokenPrefix(s[0].turns[0].user_text, s[2].turns[0].user_text), 300u);
+  EXPECT_LE(CommonTokenPrefix(s[2].turns[0].user_text, s[3].turns[0].user_text), 1u);
+  EXPECT_GE(CommonTokenPrefix(s[6].turns[0].user_text, s[8].turns[0].user_text), 300u);
+  WorkloadSpec bad = spec;
+  bad.burst_interval_s = 0;
+  EXPECT_FALSE(MakeWorkload(bad).ok());
+}
+
 TEST(WorkloadTest, UnknownWorkloadIsInvalidArgument) {
   auto r = MakeWorkload({.name = "nope"});
   ASSERT_FALSE(r.ok());
