@@ -37,8 +37,25 @@ bool EndpointState::ObserveMetrics(const MetricsSnapshot& snap, Seconds at) {
   return restarted;
 }
 
-void EndpointState::AddPending(uint64_t seq, Seconds at, double uncached_tokens, double own_work) {
-  pending_[seq] = Pending{at, std::max(0.0, uncached_tokens), own_work};
+void EndpointState::AddPending(uint64_t seq, Seconds at, double uncached_tokens,
+                               std::optional<TtftFeatures> own, double context_tokens) {
+  RemovePending(seq);
+  pending_[seq] = Pending{at, std::max(0.0, uncached_tokens), own, std::max(0.0, context_tokens)};
+  pending_ctx_ += std::max(0.0, context_tokens);
+}
+
+DecodeLoad EndpointState::Decoding(const QueueEstimate& q) const {
+  const double own = std::max(0, in_flight - awaiting_first_token());
+  const double mean = own > 0 ? own_running_ctx / own : kPriorContextTokens;
+  return DecodeLoad{q.running_seqs,
+                    std::max(0.0, own_running_ctx) + std::max(0.0, q.running_seqs - own) * mean};
+}
+
+DecodeLoad EndpointState::DecodingWithPending(const QueueEstimate& q) const {
+  DecodeLoad d = Decoding(q);
+  d.seqs += awaiting_first_token();
+  d.ctx_tokens += std::max(0.0, pending_ctx_);
+  return d;
 }
 
 void EndpointState::RemovePending(uint64_t seq, std::optional<Seconds> first_token_at) {
@@ -48,7 +65,9 @@ void EndpointState::RemovePending(uint64_t seq, std::optional<Seconds> first_tok
   // its first token (its last chunk shares the step with theirs at most).
   if (first_token_at && it == pending_.begin())
     head_free_at_ = std::max(head_free_at_, *first_token_at);
+  pending_ctx_ -= it->second.context_tokens;
   pending_.erase(it);
+  if (pending_.empty()) pending_ctx_ = 0;
 }
 
 double EndpointState::PrefillRate() const {
@@ -60,7 +79,7 @@ QueueEstimate EndpointState::EstimateQueue(Seconds now, double stale_metrics_s) 
   double rate = PrefillRate();
   Seconds free_at = head_free_at_;
   for (const auto& [seq, p] : pending_) {
-    double dur = p.own_work > 0 ? predictor.scale() * p.own_work : p.uncached_tokens / rate;
+    double dur = p.own ? predictor.Work(*p.own) : p.uncached_tokens / rate;
     Seconds start = std::max(free_at, p.dispatched_at);
     Seconds finish = start + dur;
     q.own_tokens += std::clamp(finish - now, 0.0, dur) * rate;

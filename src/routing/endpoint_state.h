@@ -32,6 +32,7 @@
 #include <utility>
 
 #include "common/clock.h"
+#include "routing/decode_model.h"
 #include "routing/metrics_snapshot.h"
 #include "routing/precise_index.h"
 #include "routing/prefix_index.h"
@@ -47,6 +48,12 @@ struct QueueEstimate {
   double total() const { return own_tokens + other_tokens; }
 };
 
+// What decodes on an endpoint (for DecodeModel): sequences and their total context.
+struct DecodeLoad {
+  double seqs = 0;
+  double ctx_tokens = 0;
+};
+
 class EndpointState {
  public:
   static constexpr double kDefaultCapacityTokens = 1e6;   // until cache_config_info is seen
@@ -59,17 +66,25 @@ class EndpointState {
   bool ObserveMetrics(const MetricsSnapshot& snap, Seconds scraped_at);
   double MetricsAge(Seconds now) const { return metrics ? std::max(0.0, now - scraped_at) : -1; }
 
-  // `own_work`: TtftPredictor::PriorWork of the request's own prefill (no queue): it
-  // holds the queue for predictor.scale() * own_work seconds, so a long prompt, slower per
-  // token for its attention, holds it as long as the predictor expects, at the speed
-  // learned so far; <= 0: uncached_tokens at PrefillRate().
-  void AddPending(uint64_t seq, Seconds dispatched_at, double uncached_tokens, double own_work = 0);
+  // `own`: the request's own prefill features (no queue, no running sequences): it holds
+  // the queue for predictor.Work(own) seconds, so a long prompt, slower per token for its
+  // attention, holds it as long as the predictor expects, at the speed and shape learned
+  // so far; nullopt: uncached_tokens at PrefillRate().
+  void AddPending(uint64_t seq, Seconds dispatched_at, double uncached_tokens,
+                  std::optional<TtftFeatures> own = std::nullopt, double context_tokens = 0);
   // Drops a request from the awaiting-first-token queue; `first_token_at` (when it got
   // its first token) tells when the requests behind it could start their prefill.
   void RemovePending(uint64_t seq, std::optional<Seconds> first_token_at = std::nullopt);
   int awaiting_first_token() const { return static_cast<int>(pending_.size()); }
 
   QueueEstimate EstimateQueue(Seconds now, double stale_metrics_s) const;
+  // Sequences decoding now (q.running_seqs) and their context: the router's own running
+  // requests' (own_running_ctx) plus, for the others, the mean of its own (or
+  // kPriorContextTokens when it has none running).
+  DecodeLoad Decoding(const QueueEstimate& q) const;
+  // The same once the requests awaiting a first token here decode too (a request routed
+  // now will decode next to them): dispatched-but-unseen work counts at dispatch.
+  DecodeLoad DecodingWithPending(const QueueEstimate& q) const;
   // Prefill throughput implied by the predictor (tokens/s).
   double PrefillRate() const;
 
@@ -83,13 +98,18 @@ class EndpointState {
   bool kv_live = false;
   uint64_t kv_batches = 0, kv_clears = 0;
   TtftPredictor predictor;
+  DecodeModel decode;
+  double own_running_ctx = 0;  // context tokens of own requests past their first token
+  static constexpr double kPriorContextTokens = 2000;
 
  private:
   struct Pending {
     Seconds dispatched_at;
     double uncached_tokens;
-    double own_work;  // TtftPredictor::PriorWork of its own prefill; <= 0: unknown
+    std::optional<TtftFeatures> own;  // its own prefill's features; nullopt: unknown
+    double context_tokens;            // its context while it decodes (estimate)
   };
+  double pending_ctx_ = 0;               // sum of pending_'s context_tokens
   std::map<uint64_t, Pending> pending_;  // by dispatch order
   Seconds head_free_at_ = -1e300;        // the queue's head started prefill no earlier than this
   int pending_at_scrape_ = 0;

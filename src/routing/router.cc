@@ -25,6 +25,12 @@ struct InFlight {
   std::vector<uint64_t> block_hashes;
   size_t prompt_chars = 0;
   bool first_token = false;
+  Seconds first_token_at = 0;
+  double context_tokens = 0;  // prompt + half the expected output (while it decodes)
+  double itl_median_s = -1;   // OnTokenTimings, when given
+  // Cached tokens the first token's timing implies (see OnFirstToken); < 0: unknown.
+  double ttft_implied_cached = -1;
+  DecodeLoad at_first_token;  // what decoded there at its first token (itself included)
 };
 }  // namespace
 
@@ -109,7 +115,8 @@ class Router::Impl {
     v.uncached_tokens = std::max(0.0, prompt_tokens - v.matched_tokens);
     v.evicted_tokens = std::clamp(v.uncached_tokens - free_tokens, 0.0, v.uncached_tokens);
     v.recent_reuse = reuse;
-    v.cache_fill = reuse * std::clamp(fill, 0.0, 1.0);
+    v.index_fill = std::clamp(fill, 0.0, 1.0);
+    v.cache_fill = reuse * v.index_fill;
     QueueEstimate q = e.EstimateQueue(now, config.stale_metrics_s);
     v.queued_prefill_tokens = q.total();
     v.running_seqs = q.running_seqs;
@@ -117,8 +124,22 @@ class Router::Impl {
     TtftPrediction p = e.predictor.Predict(tf);
     v.predicted_ttft_s = p.ttft_s;
     v.queue_wait_s = p.queue_wait_s;
+    v.output_tokens = ExpectedOutput(f);
+    const double ctx = prompt_tokens + v.output_tokens / 2;
+    DecodeLoad d = e.DecodingWithPending(q);
+    v.decode_seqs = d.seqs;
+    v.itl_s = e.decode.Itl(d.seqs + 1, d.ctx_tokens + ctx);
+    v.itl_delta_s = e.decode.Marginal(ctx);
     if (features_out) *features_out = tf;
     return v;
+  }
+
+  // Output tokens a request is expected to produce: its max_tokens, unless that is far
+  // above what requests have lately produced (clients often send a large cap), or the
+  // recent mean when it has none.
+  double ExpectedOutput(const RequestFeatures& f) const {
+    if (f.max_tokens <= 0) return completion_mean;
+    return std::min(static_cast<double>(f.max_tokens), 2 * completion_mean);
   }
 
   // Drops a request's in-flight record and its share of its endpoint's bookkeeping.
@@ -133,6 +154,8 @@ class Router::Impl {
     if (e == endpoints.end()) return;
     e->second->RemovePending(r.seq);
     e->second->in_flight = std::max(0, e->second->in_flight - 1);
+    if (r.first_token)
+      e->second->own_running_ctx = std::max(0.0, e->second->own_running_ctx - r.context_tokens);
   }
 
   RouterConfig config;
@@ -145,6 +168,9 @@ class Router::Impl {
   // dispatches of the expected-hit fraction of the prompt at the chosen endpoint.
   static constexpr double kReuseAlpha = 0.05;  // memory ~20 dispatches
   double reuse = 0;
+  // Completion tokens of successful requests: EWMA (weight 0.05), prior 256 (the
+  // benchmark workloads' output length).
+  double completion_mean = 256;
 };
 
 Router::Router(RouterConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
@@ -157,6 +183,7 @@ void Router::AddEndpoint(const EndpointInfo& info, Seconds now) {
     return;
   }
   slot = std::make_unique<EndpointState>(info, 1);
+  slot->predictor = TtftPredictor(impl_->config.learn_cost_shape);
   slot->index.SetCapacity(impl_->CapacityBlocks(*slot));
 }
 
@@ -265,11 +292,12 @@ void Router::OnDispatched(const RequestFeatures& features, const Decision& decis
   if (prompt_tokens > 0)
     impl_->reuse += Impl::kReuseAlpha * (v.matched_tokens / prompt_tokens - impl_->reuse);
   e.index.Insert(features.block_hashes);
+  r.context_tokens = prompt_tokens + v.output_tokens / 2;
   // Its own prefill in the predictor's shape (prefill + attention, no queue, no t0): a
   // long prompt holds the queue for its attention too, not only for its tokens.
-  const double own_work = TtftPredictor::PriorWork(
-      TtftFeatures{0, r.features.uncached_tokens, r.features.cached_tokens, 0});
-  e.AddPending(r.seq, now, v.uncached_tokens, own_work);
+  e.AddPending(r.seq, now, v.uncached_tokens,
+               TtftFeatures{0, r.features.uncached_tokens, r.features.cached_tokens, 0},
+               r.context_tokens);
   ++e.in_flight;
   impl_->inflight[features.request_id] = std::move(r);
   if (Strategy* s = impl_->GetStrategy(decision.strategy))
@@ -281,9 +309,27 @@ void Router::OnFirstToken(const std::string& request_id, Seconds now) {
   if (it == impl_->inflight.end() || it->second.first_token) return;
   InFlight& r = it->second;
   r.first_token = true;
+  r.first_token_at = now;
   auto e = impl_->endpoints.find(r.endpoint);
   if (e == impl_->endpoints.end()) return;
   e->second->RemovePending(r.seq, now);
+  e->second->own_running_ctx += r.context_tokens;
+  // Usage without prompt_tokens_details (vLLM's default) says nothing of the cache; the
+  // TTFT does: observed past the midpoint between the predictions with the expected hit
+  // and with none, the hit did not happen (the engine evicted it).
+  if (r.features.cached_tokens > 0) {
+    const TtftPredictor& p = e->second->predictor;
+    const double hit = p.Predict(r.features).ttft_s;
+    TtftFeatures cold = r.features;
+    cold.uncached_tokens += cold.cached_tokens;
+    cold.cached_tokens = 0;
+    const double miss = p.Predict(cold).ttft_s;
+    const double observed = now - r.dispatched_at;
+    r.ttft_implied_cached =
+        miss > hit && observed > (hit + miss) / 2 ? 0.0 : r.features.cached_tokens;
+  }
+  r.at_first_token =
+      e->second->Decoding(e->second->EstimateQueue(now, impl_->config.stale_metrics_s));
   // Endpoints of one pool serve one model on the same hardware: they share what is
   // learned, so a few unlucky observations cannot make one replica look slow and starve
   // it of the traffic that would correct it.
@@ -299,8 +345,27 @@ void Router::OnFinished(const std::string& request_id, const Usage& usage, Outco
   if (it == impl_->inflight.end()) return;
   InFlight r = std::move(it->second);
   impl_->inflight.erase(it);
-  impl_->Release(r);
   auto e = impl_->endpoints.find(r.endpoint);
+  if (e != impl_->endpoints.end() && r.first_token) {
+    // What decoded next to it, averaged over its first token and its end (itself
+    // included), against the mean ITL it saw.
+    EndpointState& ep = *e->second;
+    DecodeLoad end = ep.Decoding(ep.EstimateQueue(now, impl_->config.stale_metrics_s));
+    if (outcome == Outcome::kSuccess && usage.completion_tokens >= 2 && now > r.first_token_at) {
+      const double itl = r.itl_median_s > 0
+                             ? r.itl_median_s
+                             : (now - r.first_token_at) / (usage.completion_tokens - 1);
+      const double seqs = (r.at_first_token.seqs + end.seqs) / 2;
+      const double ctx = (r.at_first_token.ctx_tokens + end.ctx_tokens) / 2;
+      const EndpointInfo& info = ep.info;
+      for (auto& [id, other] : impl_->endpoints)
+        if (other->info.pool == info.pool && other->info.model == info.model)
+          other->decode.Observe(seqs, ctx, itl);
+    }
+  }
+  if (outcome == Outcome::kSuccess && usage.completion_tokens > 0)
+    impl_->completion_mean += 0.05 * (usage.completion_tokens - impl_->completion_mean);
+  impl_->Release(r);
   if (e == impl_->endpoints.end()) return;
   EndpointState& ep = *e->second;
   if (outcome == Outcome::kSuccess && usage.prompt_tokens > 0 && r.prompt_chars > 0) {
@@ -310,10 +375,12 @@ void Router::OnFinished(const std::string& request_id, const Usage& usage, Outco
     // when unknown) or 10% of the belief, for the ratio's and block rounding's error.
     double block = ep.metrics && ep.metrics->block_size ? *ep.metrics->block_size : 16.0;
     double tolerance = std::max(2 * block, 0.1 * r.matched_tokens);
-    if (usage.cached_tokens + tolerance < r.matched_tokens) {
+    const double cached =
+        usage.cached_tokens_reported ? usage.cached_tokens : r.ttft_implied_cached;
+    if (cached >= 0 && cached + tolerance < r.matched_tokens) {
       double chars_per_token =
           static_cast<double>(r.prompt_chars) / static_cast<double>(usage.prompt_tokens);
-      size_t keep = static_cast<size_t>(usage.cached_tokens * chars_per_token /
+      size_t keep = static_cast<size_t>(cached * chars_per_token /
                                         static_cast<double>(impl_->config.block_chars));
       ep.index.Trim(r.block_hashes, keep);
     }
@@ -321,6 +388,12 @@ void Router::OnFinished(const std::string& request_id, const Usage& usage, Outco
   }
   if (Strategy* s = impl_->GetStrategy(r.strategy))
     s->OnFinished(request_id, r.endpoint, usage, outcome, now);
+}
+
+void Router::OnTokenTimings(const std::string& request_id, double itl_median_s) {
+  auto it = impl_->inflight.find(request_id);
+  if (it != impl_->inflight.end() && std::isfinite(itl_median_s))
+    it->second.itl_median_s = itl_median_s;
 }
 
 void Router::OnCompletionText(const EndpointId& endpoint, std::span<const uint64_t> block_hashes,

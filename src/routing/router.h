@@ -90,6 +90,12 @@ struct Usage {
   int prompt_tokens = 0;
   int cached_tokens = 0;  // prompt_tokens_details.cached_tokens
   int completion_tokens = 0;
+  // False when the usage had no prompt_tokens_details (vLLM reports them only with
+  // --enable-prompt-tokens-details, off by default): cached_tokens is then unknown, not
+  // 0, and the router corrects its prefix index from the first token's timing instead
+  // (a TTFT past the midpoint between the predictions with and without the expected
+  // hit means the hit did not happen).
+  bool cached_tokens_reported = true;
 };
 
 enum class Outcome { kSuccess, kError, kCancelled };
@@ -99,6 +105,8 @@ struct RouterConfig {
   std::string default_strategy = "predicted-ttft";
   double stale_metrics_s = 5.0;  // older scrapes are trusted less
   uint64_t seed = 1;             // for `random` and tie-breaking
+  // Learn the TTFT cost's shape as well as its speed (routing/ttft_predictor.h).
+  bool learn_cost_shape = true;
 };
 
 class Router {
@@ -128,6 +136,12 @@ class Router {
   void OnDispatched(const RequestFeatures& features, const Decision& decision, Seconds now);
   void OnFirstToken(const std::string& request_id, Seconds now);
   void OnFinished(const std::string& request_id, const Usage& usage, Outcome outcome, Seconds now);
+  // The median gap between the request's streamed tokens, when the caller saw them (call
+  // before OnFinished). It teaches the endpoint's decode model (routing/decode_model.h)
+  // the decode step alone: the mean gap also holds the steps stretched by other
+  // requests' prefill chunks, which the choice's stall term counts separately. Without
+  // it, the mean ((finish - first token) / (completion tokens - 1)) is used.
+  void OnTokenTimings(const std::string& request_id, double itl_median_s);
   // What a successful chat completion left in `endpoint`'s cache beyond its prompt: vLLM
   // caches the KV of generated tokens too, and the next turn of a conversation re-sends
   // prompt + reply, so the prefix index should hold the reply's blocks.

@@ -54,8 +54,18 @@ struct CandidateView {
   // The router's recent reuse alone (the EWMA above), in [0, 1]: 0 when no request has
   // lately found its prefix cached anywhere, so cached prefixes are not worth keeping.
   double recent_reuse = 0;
+  // Prefix index size / capacity alone, in [0, 1]: how much the endpoint's cache holds.
+  double index_fill = 0;
   double predicted_ttft_s = 0;  // the endpoint's TTFT predictor
   double queue_wait_s = 0;      // part of it waiting for work ahead
+  // Decoding there (routing/decode_model.h), counting the router's requests awaiting a
+  // first token as decoding already (work dispatched but not yet visible is charged at
+  // dispatch): sequences besides this request, the predicted ITL once it decodes too,
+  // and how much it adds to every other sequence's ITL.
+  double decode_seqs = 0;
+  double itl_s = 0;
+  double itl_delta_s = 0;
+  double output_tokens = 0;  // this request's expected output tokens
 };
 
 struct StrategyOptions {

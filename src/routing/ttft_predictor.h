@@ -16,9 +16,11 @@
 // sequence, predictions of 200 s for 7 s TTFTs). The shape of the cost is known from how
 // vLLM schedules (chunked prefill, FCFS); what varies between deployments is mostly the
 // speed, so that is what is learned: least squares of (TTFT - t0) on g, the prior cost
-// without t0, with forgetting factor 0.97 (memory ~30 observations), plus a
-// never-forgotten pseudo-observation g = y = 1 s (the prior, s = 1); s is clamped to
-// [0.05, 20]. t0 stays at its prior: the fixed cost is small next to prefill, and
+// without t0 (with the learned shape below), with forgetting factor 0.97 (memory ~30
+// observations), plus a never-forgotten pseudo-observation g = y = 1 s (the prior,
+// s = 1); s is clamped to [0.001, 20] (a tiny model on a CPU prefills ~80x faster per
+// token than the prior: s ~ 0.013; the bound was 0.05 before the CPU profile showed
+// that). t0 stays at its prior: the fixed cost is small next to prefill, and
 // learning it too made the fit noisier (measured: independent 0.15 req/s TTFT p90 9.2 s
 // against 7.8 s; multiturn 0.5 req/s 2.9 / 32 s against 1.9 / 27 s).
 //
@@ -36,6 +38,27 @@
 //     sequence); a per-step decode term (0.03 s per 2048-token step) was tried and made
 //     routing worse (independent 0.15 req/s p90 8.3 s against 7.8 s), so it is not used.
 // Predictions are >= t0 and monotone in every feature.
+//
+// Shape (learn_shape, the default): the prior's split of the cost between prefill and
+// attention came from the same assumptions as the simulator's engine model, and real
+// engines differ in shape, not only in speed: vLLM on a CPU spends ~3.6x its linear
+// prefill cost on attention at 2k tokens (cold 2k-token TTFT 30-40 ms, 4k 125 ms;
+// docs/engine-model.md, cpu-qwen2-tiny), the prior 0.03x. So attention gets a factor r
+// relative to the rest: TTFT = t0 + s * [c_prefill (W+U)/1000 + r c_attn A + c_run R],
+// A = U (C + U/2) / 32768 / 1000, and s is the one-factor fit above on that shape.
+// r is learned from the observations that had nothing queued ahead (W below 2% of U):
+// their features are what the request was, not an estimate that itself depends on r
+// (W is in tokens at the learned prefill rate, which counts the queued requests'
+// attention with r; fitting r on queued observations fed back through W and ran away:
+// 12 s TTFTs predicted as 68 s in the router's queueing test). On those, y = TTFT - t0
+// is fitted as a u + b v (u the prefill and running components, v the attention one)
+// by ridge regression towards the data's own best one-factor fit, the penalty
+// kShapeKappa x each component's decayed sum of squares (relative to the data: a term
+// the data pins down follows it to within kappa / (1 + kappa); prefill and attention
+// moving together keep the prior's ratio); r = b / a, blended towards 1 with weight
+// kPriorWeight / (data + kPriorWeight) while the data weigh little, clamped to
+// [kMinShape, kMaxShape]. A 2x2 solve from decayed sums, never a recursive update.
+// Without learn_shape, r = 1.
 //
 // Thread-safety: not thread-safe; owned by the Router.
 #pragma once
@@ -61,16 +84,20 @@ class TtftPredictor {
   static constexpr int kDim = 4;
   using Vec = std::array<double, kDim>;
 
-  TtftPredictor() = default;
+  explicit TtftPredictor(bool learn_shape = true) : learn_shape_(learn_shape) {}
   TtftPrediction Predict(const TtftFeatures& f) const;
   // One observation: a request dispatched with features `f` had TTFT `observed_s`.
   void Observe(const TtftFeatures& f, double observed_s);
 
-  // Effective {t0, c_prefill, c_attn, c_run} (the prior's, times the learned scale).
+  // Effective {t0, c_prefill, c_attn, c_run} (the prior's, times the learned factors).
   Vec coefficients() const;
   // The learned speed factor s (1 = the prior; 2 = twice as slow).
   double scale() const;
+  // The learned attention-to-prefill factor r (1 = the prior's shape).
+  double shape() const;
   int observations() const { return n_; }
+  // The learned cost of `f` without t0 (seconds): predicted TTFT - t0.
+  double Work(const TtftFeatures& f) const;
 
   static Vec Features(const TtftFeatures& f);
   static Vec PriorCoefficients();
@@ -79,11 +106,23 @@ class TtftPredictor {
 
   static constexpr double kForgetting = 0.97;
   static constexpr double kPriorWeight = 1.0;  // s^2: one observation of 1 s of work
-  static constexpr double kMinScale = 0.05, kMaxScale = 20;
+  static constexpr double kMinScale = 1e-3, kMaxScale = 20;
+  static constexpr double kShapeKappa = 0.01;
+  static constexpr double kMinShape = 1e-3, kMaxShape = 1e3;
 
  private:
-  double sum_gy_ = kPriorWeight;  // decayed sums, prior included
+  void SolveShape();
+  // The prior's cost of `f` without t0, with attention weighted by the learned shape.
+  double ShapedWork(const TtftFeatures& f) const;
+
+  bool learn_shape_;
+  double sum_gy_ = kPriorWeight;  // one-factor fit: decayed sums, prior included
   double sum_gg_ = kPriorWeight;
+  // Shape fit, on observations with nothing queued: decayed sums of u^2, u v, v^2, u y,
+  // v y with u = the prefill and running components, v = the attention component (prior
+  // costs, seconds), y = TTFT - t0.
+  double suu_ = 0, suv_ = 0, svv_ = 0, suy_ = 0, svy_ = 0;
+  double r_ = 1;  // solved after each unqueued observation
   int n_ = 0;
 };
 

@@ -10,6 +10,7 @@
 #include "routing/peers/peer_util.h"
 #include "routing/router.h"
 #include "routing/strategy.h"
+#include "routing/ttft_predictor.h"
 
 namespace kinference::routing::peers {
 namespace {
@@ -220,7 +221,8 @@ TEST_F(PeersTest, MooncakeTradesQueuedPrefillAgainstCacheHits) {
 TEST_F(PeersTest, LlmdStickyStaysWarmUntilThePenaltyThenSwitches) {
   std::string x = Text(50, 8000);  // 2000 tokens
   DispatchTo("a", Req("x", x), "llmd-sticky");
-  router.OnFirstToken("x", 0);
+  // Its first token when the prior says (speed and shape stay the prior's).
+  router.OnFirstToken("x", 0.05 + TtftPredictor::PriorWork({0, 2000, 0, 0}));
   auto r = Req("r", x + Text(51, 400));
   EXPECT_EQ(Pick(r, "llmd-sticky", {"a", "b"}).endpoint, "a");
 

@@ -215,6 +215,31 @@ TEST_F(RouterTest, CompletionTextTeachesTheIndexTheReply) {
   EXPECT_EQ(d.endpoint, "a");
 }
 
+// Without prompt_tokens_details the usage says nothing of the cache; a first token as
+// late as a cold prefill says the expected hit did not happen, and the index forgets it.
+// One as early as a hit keeps it.
+TEST_F(RouterTest, TtftTellsACacheMissWhenUsageHasNoCachedTokens) {
+  const std::string prefix = Text(80, 6000);
+  DispatchTo("a", Req("p", prefix), 0);
+  router.OnFirstToken("p", 1);
+  router.OnFinished("p", Usage{6000, 0, 1, false}, Outcome::kSuccess, 1.1);
+  auto warm = Req("w", prefix + Text(81, 200));
+  Decision d = DispatchTo("a", warm, 10);
+  ASSERT_GT(Cand(d, "a").matched_tokens, 5900);
+  router.OnFirstToken("w", 10 + d.predicted_ttft_s);  // as predicted with the hit
+  router.OnFinished("w", Usage{6200, 0, 1, false}, Outcome::kSuccess, 11);
+  EXPECT_GT(Cand(Pick(Req("q", prefix + Text(82, 200)), "", 12), "a").matched_tokens, 5900);
+
+  // A prompt of the same length cached nowhere: what a miss would take.
+  const double cold = Cand(Pick(Req("c", Text(85, 6200)), "", 20), "a").predicted_ttft_s;
+  d = DispatchTo("a", Req("m", prefix + Text(83, 200)), 20);
+  ASSERT_LT(d.predicted_ttft_s, 0.5 * cold);
+  // 5% short of the cold prediction: the engine had evicted the prefix.
+  router.OnFirstToken("m", 20 + 0.95 * cold);
+  router.OnFinished("m", Usage{6200, 0, 1, false}, Outcome::kSuccess, 30);
+  EXPECT_LT(Cand(Pick(Req("q2", prefix + Text(84, 200)), "", 31), "a").matched_tokens, 100);
+}
+
 // The candidate view tells strategies what a cold prefill would push out of a full cache.
 TEST(RouterCapacity, ViewReportsEvictionsOnceTheIndexIsFull) {
   Router router(RouterConfig{});

@@ -94,6 +94,7 @@ TEST(Strategy, PredictedTtftPicksArgminOfTtftPlusExtraWork) {
   fx.views[0].queue_wait_s = 0.4;
   fx.views[1].predicted_ttft_s = 0.2;
   fx.views[2].predicted_ttft_s = 0.3;
+  for (auto& v : fx.views) v.decode_seqs = 1;  // busy: extra prefill delays someone
   std::vector<double> scores;
   EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 1u);
   // Score = predicted TTFT + 2 x own work beyond the cheapest candidate's (0.1 s).
@@ -186,6 +187,7 @@ TEST(Strategy, PredictedTtftKeepsAffinityUnlessTheWarmQueueIsLong) {
   fx.views[0].predicted_ttft_s = 1.0;
   fx.views[0].queue_wait_s = 0.9;
   fx.views[1].predicted_ttft_s = 0.8;
+  for (auto& v : fx.views) v.decode_seqs = 1;
   EXPECT_EQ(ChooseWith("predicted-ttft", fx.views), 0u);
   // A queue longer than three times the extra work (2.1 s): the cold idle one wins.
   fx.views[0].predicted_ttft_s = 2.0;
@@ -194,6 +196,64 @@ TEST(Strategy, PredictedTtftKeepsAffinityUnlessTheWarmQueueIsLong) {
   fx.views[0].predicted_ttft_s = 2.4;
   fx.views[0].queue_wait_s = 2.3;
   EXPECT_EQ(ChooseWith("predicted-ttft", fx.views), 1u);
+}
+
+// A burst of requests sharing one new long prefix: the first is still prefilling on a;
+// b is idle. Extra prefill on an idle replica delays nobody, so the next one goes there
+// instead of queueing behind the first (the extra-work charge scales with busy-ness).
+TEST(Strategy, PredictedTtftPrefillsOnAnIdleReplicaRatherThanQueueing) {
+  Fixture fx(2);
+  fx.views[0].predicted_ttft_s = 7.0;  // 6.7 s of the first one's prefill ahead
+  fx.views[0].queue_wait_s = 6.7;
+  fx.views[0].matched_tokens = 16000;  // sent there: the index already counts it
+  fx.views[0].awaiting_first_token = 1;
+  fx.views[0].decode_seqs = 1;
+  fx.views[1].predicted_ttft_s = 6.8;  // cold, idle
+  fx.views[1].uncached_tokens = 16000;
+  std::vector<double> scores;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 1u);
+  EXPECT_DOUBLE_EQ(scores[1], 6.8);
+  // Busy b: the extra 6.5 s of prefill counts double, and affinity wins.
+  fx.views[1].decode_seqs = 1;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views), 0u);
+}
+
+// Among replicas that hold the prefix, the one with fewer decoding sequences wins even
+// with a slightly longer predicted TTFT: the request decodes faster there and slows
+// fewer others. A cold replica may not buy decode relief with extra prefill when its
+// cache is in use, but may when its cache has room.
+TEST(Strategy, PredictedTtftWeighsDecodingAmongWarmReplicas) {
+  Fixture fx(3);
+  for (auto& v : fx.views) {
+    v.output_tokens = 256;
+    v.itl_delta_s = 0.002;
+  }
+  // a: warm, 20 decoding (ITL 80 ms); b: warm, 2 decoding (45 ms) but 0.2 s more queue.
+  fx.views[0].predicted_ttft_s = 0.3;
+  fx.views[0].decode_seqs = 20;
+  fx.views[0].itl_s = 0.080;
+  fx.views[0].matched_tokens = 16000;
+  fx.views[1].predicted_ttft_s = 0.5;
+  fx.views[1].queue_wait_s = 0.2;
+  fx.views[1].decode_seqs = 2;
+  fx.views[1].itl_s = 0.045;
+  fx.views[1].matched_tokens = 16000;
+  // c: cold, idle, 6.5 s of prefill, its cache full.
+  fx.views[2].predicted_ttft_s = 6.5;
+  fx.views[2].uncached_tokens = 16000;
+  fx.views[2].itl_s = 0.041;
+  fx.views[2].index_fill = 0.9;
+  std::vector<double> scores;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 1u);
+  // a: 0.3 + 256 x 0.080 + 20 x 0.002 x 256 + 20 x 0.3 (prefill stall) = 37.02 s.
+  EXPECT_NEAR(scores[0], 0.3 + 20.48 + 10.24 + 6.0, 1e-9);
+  // Without b, the cold c would save a's decoding, but its cache is in use: it is charged
+  // a's decode cost and stays out.
+  std::vector<CandidateView> ac = {fx.views[0], fx.views[2]};
+  EXPECT_EQ(ChooseWith("predicted-ttft", ac), 0u);
+  // An empty cache: replicating the prefix there evicts nothing, and decode relief pays.
+  ac[1].index_fill = 0;
+  EXPECT_EQ(ChooseWith("predicted-ttft", ac), 1u);
 }
 
 TEST(Strategy, ArgMinBreaksTiesByTieBreakThenRandomly) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -83,6 +84,40 @@ TEST(TtftPredictor, StaysBoundedOnCollinearNoisyData) {
   EXPECT_LT(pred, 14.0);
   EXPECT_DOUBLE_EQ(p.coefficients()[0], 0.05);
   EXPECT_GT(p.Predict({12000, 16300, 0, 0}).ttft_s, pred);
+}
+
+// vLLM on a CPU (engine profile cpu-qwen2-tiny): attention costs ~100x more against
+// the linear term than the prior assumes. One speed factor cannot fit both short cold
+// prompts and turns over a long cached history; the learned shape can.
+double CpuTruth(const TtftFeatures& f) {
+  const double u = f.uncached_tokens, c = f.cached_tokens;
+  return 0.05 + 3.17e-6 * (f.work_ahead_tokens + u) + 1.31e-8 * u * (c + u / 2);
+}
+
+TEST(TtftPredictor, LearnsACostOfAnotherShape) {
+  TtftPredictor shaped, speed_only(/*learn_shape=*/false);
+  uint64_t s = 777;
+  auto rnd = [&s](double hi) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return hi * static_cast<double>(s >> 11) / 9007199254740992.0;
+  };
+  for (int i = 0; i < 300; ++i) {
+    TtftFeatures f{i % 4 == 0 ? rnd(3000) : 0.0, 300 + rnd(6000), i % 2 ? rnd(12000) : 0.0, 0};
+    shaped.Observe(f, CpuTruth(f));
+    speed_only.Observe(f, CpuTruth(f));
+  }
+  EXPECT_GT(shaped.shape(), 20.0);  // attention weighs far more than the prior's shape
+  EXPECT_EQ(speed_only.shape(), 1.0);
+  double worst_shaped = 0, worst_speed = 0;
+  for (TtftFeatures f :
+       {TtftFeatures{0, 2048, 0, 0}, TtftFeatures{0, 4096, 0, 0}, TtftFeatures{0, 1300, 12000, 0},
+        TtftFeatures{0, 500, 0, 0}, TtftFeatures{2000, 1000, 4000, 0}}) {
+    const double truth = CpuTruth(f);
+    worst_shaped = std::max(worst_shaped, std::abs(shaped.Predict(f).ttft_s - truth) / truth);
+    worst_speed = std::max(worst_speed, std::abs(speed_only.Predict(f).ttft_s - truth) / truth);
+  }
+  EXPECT_LT(worst_shaped, 0.12);
+  EXPECT_GT(worst_speed, 0.3);
 }
 
 TEST(TtftPredictor, PredictionsNonNegativeAndMonotoneInWork) {

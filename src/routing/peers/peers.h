@@ -59,6 +59,11 @@
 
 namespace kinference::routing::peers {
 
+// The Gateway API Inference Extension endpoint picker refreshes each endpoint's metrics
+// every 50 ms by default (cmd/epp runserver options, DefaultRefreshMetricsInterval =
+// 50 * time.Millisecond; also its minimum); llm-d's scheduler runs on it.
+inline constexpr double kGieRefreshMetricsIntervalS = 0.05;
+
 struct GieOptions {
   double prefix_weight = 3;            // prefix-cache-scorer
   double queue_weight = 2;             // queue-scorer
