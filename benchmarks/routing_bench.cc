@@ -1,5 +1,7 @@
-// Routing core microbenchmarks: Pick latency with 3 and 64 endpoints and long prompts
-// (16k tokens ~ 100k characters), hashing such a prompt, and one request's bookkeeping.
+// Routing core microbenchmarks: Pick latency with 3, 64 and 1,000 endpoints and long
+// prompts (16k tokens ~ 100k characters), the whole routing decision for a 64k-character
+// prompt (hashing its blocks + Pick; issue #16's target: <= 50 us over 64 endpoints),
+// hashing such a prompt, and one request's bookkeeping.
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -31,12 +33,13 @@ RequestFeatures Features(const std::string& id, const std::string& text) {
 }
 
 // A router with `n` endpoints, each scraped and holding a few long prompts, some of
-// them sharing a system prompt with the benchmarked request.
+// them sharing a system prompt with the benchmarked request (`chars` characters long).
 struct Setup {
   Router router{RouterConfig{}};
   RequestFeatures request;
-  explicit Setup(int n) {
-    std::string system = Prompt(1, kPromptChars / 2);
+  std::string request_text;
+  explicit Setup(int n, size_t chars = kPromptChars) {
+    std::string system = Prompt(1, chars / 2);
     MetricsSnapshot m;
     m.num_requests_running = 4;
     m.num_requests_waiting = 2;
@@ -56,7 +59,8 @@ struct Setup {
         router.OnDispatched(f, *d, 0);  // left in flight: a queue to estimate
       }
     }
-    request = Features("bench", system + Prompt(7, kPromptChars / 2));
+    request_text = system + Prompt(7, chars - chars / 2);
+    request = Features("bench", request_text);
   }
 };
 
@@ -67,7 +71,23 @@ void BM_Pick(benchmark::State& state) {
     benchmark::DoNotOptimize(d);
   }
 }
-BENCHMARK(BM_Pick)->Arg(3)->Arg(64)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Pick)->Arg(3)->Arg(64)->Arg(1000)->Unit(benchmark::kMicrosecond);
+
+// The gateway's routing decision for one request: the block hashes of its rendered
+// 64k-character prompt, then Pick over `n` endpoints.
+void BM_Decision64kChars(benchmark::State& state) {
+  Setup s(static_cast<int>(state.range(0)), 64'000);
+  for (auto _ : state) {
+    RequestFeatures f;
+    f.request_id = "bench";
+    f.model = "m";
+    f.block_hashes = ChainedBlockHashes(s.request_text, 128);
+    f.prompt_chars = s.request_text.size();
+    auto d = s.router.Pick(f, {}, "", 1.0);
+    benchmark::DoNotOptimize(d);
+  }
+}
+BENCHMARK(BM_Decision64kChars)->Arg(64)->Arg(1000)->Unit(benchmark::kMicrosecond);
 
 void BM_ChainedBlockHashes(benchmark::State& state) {
   std::string text = Prompt(3, kPromptChars);

@@ -214,9 +214,10 @@ std::string FormatTable(const boost::json::array& results) {
     if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
   }
   std::string out = fmt::format(
-      "{:<18} {:<16} {:>5} {:>4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>6} {:>9} {:>9}\n",
+      "{:<18} {:<16} {:>5} {:>4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>6} {:>9} "
+      "{:>9}\n",
       "workload", "strategy", "reqs", "err", "TTFT p50", "TTFT p90", "TTFT p99", "ITL p50",
-      "E2E p50", "cached", "req/s", "p50/rand", "p90/rand");
+      "ITL p90", "E2E p50", "E2E p90", "cached", "req/s", "p50/rand", "p90/rand");
   for (const auto& g : groups) {
     const boost::json::object* ref = nullptr;
     for (const auto& v : results) {
@@ -229,12 +230,13 @@ std::string FormatTable(const boost::json::array& results) {
       if (!v.is_object() || RowLabel(v.as_object()) != g) continue;
       const auto& o = v.as_object();
       out += fmt::format(
-          "{:<18} {:<16} {:>5} {:>4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6.1f}% {:>6.2f} {:>9} "
-          "{:>9}\n",
+          "{:<18} {:<16} {:>5} {:>4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6.1f}% {:>6.2f} "
+          "{:>9} {:>9}\n",
           g, GetStr(o, "strategy"), GetNum(o, "requests"), GetNum(o, "errors"),
           FmtSeconds(GetNum(o, "ttft_p50_s")), FmtSeconds(GetNum(o, "ttft_p90_s")),
           FmtSeconds(GetNum(o, "ttft_p99_s")), FmtSeconds(GetNum(o, "itl_p50_s")),
-          FmtSeconds(GetNum(o, "e2e_p50_s")), 100.0 * GetNum(o, "cached_token_ratio"),
+          FmtSeconds(GetNum(o, "itl_p90_s")), FmtSeconds(GetNum(o, "e2e_p50_s")),
+          FmtSeconds(GetNum(o, "e2e_p90_s")), 100.0 * GetNum(o, "cached_token_ratio"),
           GetNum(o, "throughput_rps"),
           ref ? FmtRatio(GetNum(o, "ttft_p50_s"), GetNum(*ref, "ttft_p50_s")) : "-",
           ref ? FmtRatio(GetNum(o, "ttft_p90_s"), GetNum(*ref, "ttft_p90_s")) : "-");
