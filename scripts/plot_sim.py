@@ -86,13 +86,81 @@ def light_load_section(doc):
               "think time, 8 turns, fitted so that the light-load medians and the capacity "
               "SLO pattern both land near the published multiturn figures (sweep in "
               "docs/simulator.md; keep this text in step with kMultiturn* in src/workload/workload.h)."]
-    lines += ["", "All strategies (median / p90 TTFT, median e2e, cached-token ratio):", ""]
+    lines += ["", "All strategies:", ""] + latency_table(doc)
+    return lines
+
+
+def ms(v):
+    return "-" if v is None else f"{1000 * v:.0f} ms"
+
+
+def strategy_name(s):
+    return "dynamo (approximate: no KV events)" if s == "dynamo" else s
+
+
+def latency_table(doc, bound=True):
+    """TTFT, ITL and e2e p50/p90 per condition and strategy, with the lower bound on the
+    same requests (sim/bound.h) as the last row of each condition."""
     rows = []
+    keys = []
     for r in doc["results"]:
-        rows.append([r["workload"], r["strategy"], fmt(r["ttft_p50_s"]), fmt(r["ttft_p90_s"]),
-                     fmt(r["e2e_p50_s"]), f"{100 * (r['cached_token_ratio'] or 0):.0f}%"])
-    lines.append(table(rows, ["workload", "strategy", "TTFT p50", "TTFT p90", "e2e p50",
-                              "cached"]))
+        k = (r["workload"], r.get("label", ""))
+        if k not in keys:
+            keys.append(k)
+    for workload, label in keys:
+        rs = [r for r in doc["results"]
+              if r["workload"] == workload and r.get("label", "") == label]
+        for r in rs:
+            err = r["errors"]
+            rej = r.get("rejected") or 0
+            rows.append([workload, label, strategy_name(r["strategy"]), fmt(r["ttft_p50_s"]),
+                         fmt(r["ttft_p90_s"]), ms(r.get("itl_p50_s")), ms(r.get("itl_p90_s")),
+                         fmt(r["e2e_p50_s"]), fmt(r.get("e2e_p90_s")),
+                         f"{100 * (r['cached_token_ratio'] or 0):.0f}%",
+                         f"{err}" + (f" ({rej} turned away)" if rej else "")])
+        ref = next((r for r in rs if r["strategy"] == "predicted-ttft"), rs[0])
+        if bound and ref.get("bound_ttft_p50_s") is not None:
+            rows.append([workload, label, "*lower bound*", fmt(ref["bound_ttft_p50_s"]),
+                         fmt(ref["bound_ttft_p90_s"]), "", "", fmt(ref["bound_e2e_p50_s"]),
+                         fmt(ref["bound_e2e_p90_s"]), "", ""])
+    return [table(rows, ["workload", "condition", "strategy", "TTFT p50", "TTFT p90",
+                         "ITL p50", "ITL p90", "e2e p50", "e2e p90", "cached", "errors"])]
+
+
+def bound_section(docs):
+    """How far predicted-ttft and the best peer are from the lower bound."""
+    lines = ["## Gap to the lower bound", "",
+             "The bound (sim/bound.h) gives each request its latency alone on the fastest "
+             "replica with every prefix any earlier request computed cached (no queue, no "
+             "other decode): no routing can beat it, and under load it is far below what "
+             "any can reach. Ratio = figure / bound on the same requests (1.00 = ideal).", ""]
+    rows = []
+    for doc in docs:
+        keys = []
+        for r in doc["results"]:
+            k = (r["workload"], r.get("label", ""))
+            if k not in keys:
+                keys.append(k)
+        for workload, label in keys:
+            rs = [r for r in doc["results"]
+                  if r["workload"] == workload and r.get("label", "") == label]
+            ours = next((r for r in rs if r["strategy"] == "predicted-ttft"), None)
+            if ours is None or ours.get("bound_ttft_p50_s") is None:
+                continue
+            def ratio(r, key):
+                b = ours.get("bound_" + key)
+                return "-" if r.get(key) is None or not b else f"{r[key] / b:.2f}"
+            peers = [r for r in rs if r["strategy"] in PEERS and r.get("e2e_p50_s") is not None]
+            best = min(peers, key=lambda r: r["e2e_p50_s"]) if peers else None
+            row = [doc["scenario"], workload, label]
+            for r in (ours, best):
+                row += ["-", "-", "-"] if r is None else [
+                    ratio(r, "ttft_p50_s"), ratio(r, "e2e_p50_s"), ratio(r, "e2e_p90_s")]
+            row.append("-" if best is None else strategy_name(best["strategy"]))
+            rows.append(row)
+    lines.append(table(rows, ["scenario", "workload", "condition", "ours TTFT p50",
+                              "ours e2e p50", "ours e2e p90", "peer TTFT p50", "peer e2e p50",
+                              "peer e2e p90", "best peer (e2e p50)"]))
     return lines
 
 
@@ -129,20 +197,14 @@ def capacity_section(doc):
             rows.append(row)
         lines += [f"### {workload}", "", table(rows, ["strategy"] + [f"c={c}" for c in concs]),
                   ""]
+    lines += ["Latencies by condition and strategy:", ""] + latency_table(doc)
     return lines
 
 
 def generic_section(doc):
     lines = [f"## {doc['scenario']}", "", doc["description"] + f"; {doc['trials']} trial(s).",
              ""]
-    rows = []
-    for r in doc["results"]:
-        rows.append([r["workload"], r.get("label", ""), r["strategy"], fmt(r["ttft_p50_s"]),
-                     fmt(r["ttft_p90_s"]), fmt(r["e2e_p50_s"]),
-                     f"{100 * (r['cached_token_ratio'] or 0):.0f}%", r["errors"]])
-    lines.append(table(rows, ["workload", "condition", "strategy", "TTFT p50", "TTFT p90",
-                              "e2e p50", "cached", "errors"]))
-    return lines
+    return lines + latency_table(doc)
 
 
 def kv_events_section(doc):
@@ -154,11 +216,13 @@ def kv_events_section(doc):
     for r in doc["results"]:
         precise = r.get("precise_fraction")
         rows.append([r["workload"], r.get("label", ""), r["strategy"], fmt(r["ttft_p50_s"]),
-                     fmt(r["ttft_p90_s"]), fmt(r["e2e_p50_s"]),
+                     fmt(r["ttft_p90_s"]), ms(r.get("itl_p50_s")), ms(r.get("itl_p90_s")),
+                     fmt(r["e2e_p50_s"]), fmt(r.get("e2e_p90_s")),
                      f"{100 * (r['cached_token_ratio'] or 0):.0f}%",
                      "-" if precise is None else f"{100 * precise:.0f}%", r["errors"]])
     lines.append(table(rows, ["workload", "condition", "strategy", "TTFT p50", "TTFT p90",
-                              "e2e p50", "cached", "precise matched", "errors"]))
+                              "ITL p50", "ITL p90", "e2e p50", "e2e p90", "cached",
+                              "precise matched", "errors"]))
     return lines
 
 
@@ -182,7 +246,8 @@ def peer_section(docs):
     p90 elsewhere (lower is better)."""
     lines = ["## predicted-ttft vs the best peer", "",
              "Per condition, the best peer strategy on each metric (capacity: goodput, higher "
-             "is better; others: TTFT p50 and p90, lower is better), over the requests of all "
+             "is better; others: TTFT p50 and p90, e2e p50 and p90, ITL p90, lower is "
+             "better), over the requests of all "
              "trials. Where predicted-ttft is behind, the verdict pairs the trials (trial t of "
              "every strategy replays the same arrivals): \"tie\" when the mean per-trial gap is "
              "within two standard errors of zero, i.e. the trials do not tell the two apart; "
@@ -198,7 +263,9 @@ def peer_section(docs):
             if ours is None or not peers:
                 continue
             metrics = ([("goodput_rpm", True)] if ours.get("goodput_rpm") is not None
-                       else [("ttft_p50_s", False), ("ttft_p90_s", False)])
+                       else [("ttft_p50_s", False), ("ttft_p90_s", False),
+                             ("e2e_p50_s", False), ("e2e_p90_s", False),
+                             ("itl_p90_s", False)])
             for key, higher_better in metrics:
                 vals = [(p[key], p["strategy"], p) for p in peers if p.get(key) is not None]
                 if not vals or ours.get(key) is None:
@@ -214,8 +281,8 @@ def peer_section(docs):
                         tie = abs(pg[0]) <= 2 * pg[1]
                         verdict = (f"{'tie' if tie else 'no'} ({100 * gap / best[0]:.1f}% "
                                    f"behind; gap {pg[0]:+.3f} +- {pg[1]:.3f})")
-                rows.append([doc["scenario"], workload, label, key, f"{ours[key]:.2f}",
-                             f"{best[0]:.2f} ({best[1]})", verdict])
+                rows.append([doc["scenario"], workload, label, key, f"{ours[key]:.3f}",
+                             f"{best[0]:.3f} ({strategy_name(best[1])})", verdict])
     lines.append(table(rows, ["scenario", "workload", "condition", "metric", "predicted-ttft",
                               "best peer", "at least as good"]))
     return lines
@@ -308,7 +375,8 @@ def main():
     results_dir = sys.argv[1] if len(sys.argv) > 1 else "results/sim"
     docs = [d for d in (load(results_dir, n) for n in
                         ("light-load", "capacity", "trace", "heterogeneous", "restarts",
-                         "kv-events", "custom")) if d]
+                         "kv-events", "large-prefix", "burst", "overload", "small-pool",
+                         "routers", "cost-shape", "custom")) if d]
     by_name = {d["scenario"]: d for d in docs}
     lines = ["# Kinference simulator results", "",
              "Generated by scripts/bench_sim.sh from results/sim/*.json (`kinference "
@@ -318,12 +386,14 @@ def main():
         lines += light_load_section(by_name["light-load"]) + [""]
     if "capacity" in by_name:
         lines += capacity_section(by_name["capacity"]) + [""]
-    for name in ("trace", "heterogeneous", "restarts", "custom"):  # custom: an ad-hoc run
+    for name in ("trace", "heterogeneous", "restarts", "large-prefix", "burst", "overload",
+                 "small-pool", "routers", "cost-shape", "custom"):  # custom: an ad-hoc run
         if name in by_name:
             lines += generic_section(by_name[name]) + [""]
     if "kv-events" in by_name:
         lines += kv_events_section(by_name["kv-events"]) + [""]
     lines += peer_section(docs) + [""]
+    lines += bound_section(docs) + [""]
     lines += prediction_section(docs) + [""]
     made = plots(results_dir, by_name.get("light-load"), by_name.get("capacity"), docs)
     if made:

@@ -28,9 +28,11 @@ struct CliOptions {
   std::string out = "results/sim";
   std::string trace = "data/traces/mooncake_conversation_trace.jsonl";
   double scale = 1.0;
-  double network_latency_s = 0;
+  double network_latency_s = kDefaultNetworkLatencyS;
   double scrape_interval_s = 1.0;
   double scrape_jitter_s = 0;
+  double metrics_delay_s = 0;
+  bool uniform_scrapes = false;  // every strategy at --scrape-interval (no native intervals)
   // Ad-hoc run (used when --workload is given).
   std::string workload;
   size_t replicas = 3;
@@ -44,6 +46,13 @@ struct CliOptions {
   // multiturn shape "SYSTEM,USER,OUTPUT,THINK[,TURNS]" (tokens, s); empty = defaults
   std::string multiturn;
   bool kv_events = false;  // ad-hoc: precise prefix index from the engines' KV events
+  // shared-prefix shape "PREFIXES,PREFIX_TOKENS[,SUFFIX_TOKENS,OUTPUT_TOKENS]"
+  std::string shared_prefix;
+  std::string burst;  // "SIZE,INTERVAL_S[,SPREAD_S]"
+  size_t routers = 1;
+  bool split_by_session = false;
+  size_t admission_awaiting = 0;
+  bool no_cached_tokens = false;
   bool quiet = false;
   std::string records;  // non-empty: per-request JSONL of each run's first trial under it
 };
@@ -80,6 +89,22 @@ Status WriteRecords(const std::string& dir, const std::string& scenario, const C
     f << boost::json::serialize(workload::RecordJson(r.record)) << "\n";
   if (!f) return Status(ErrorCode::kInternal, "cannot write " + (folder / name).string());
   return Status::Ok();
+}
+
+// Comma-separated non-negative numbers, between `min` and `max` of them.
+Result<std::vector<double>> Numbers(const std::string& list, size_t min, size_t max,
+                                    const std::string& usage) {
+  auto f = SplitList(list);
+  if (f.size() < min || f.size() > max) return Status(ErrorCode::kInvalidArgument, usage);
+  std::vector<double> v;
+  for (const auto& x : f) {
+    char* end = nullptr;
+    double d = std::strtod(x.c_str(), &end);
+    if (end == x.c_str() || *end != '\0' || !(d >= 0))
+      return Status(ErrorCode::kInvalidArgument, usage + ": bad number '" + x + "'");
+    v.push_back(d);
+  }
+  return v;
 }
 
 Result<Scenario> AdHocScenario(const CliOptions& o, const ScenarioParams& params) {
@@ -127,11 +152,36 @@ Result<Scenario> AdHocScenario(const CliOptions& o, const ScenarioParams& params
     m.think_time_s = v[3];
     if (v.size() == 5) m.turns = static_cast<size_t>(v[4]);
   }
+  if (!o.shared_prefix.empty()) {
+    auto v =
+        Numbers(o.shared_prefix, 2, 4, "--shared-prefix wants PREFIXES,TOKENS[,SUFFIX,OUTPUT]");
+    if (!v.ok()) return v.status();
+    workload::SharedPrefixShape& sp = c.spec.shared_prefix;
+    sp.prefixes = static_cast<size_t>((*v)[0]);
+    sp.prefix_tokens = static_cast<size_t>((*v)[1]);
+    if (v->size() == 4) {
+      sp.suffix_tokens = static_cast<size_t>((*v)[2]);
+      sp.output_tokens = static_cast<int>((*v)[3]);
+    }
+  }
+  if (!o.burst.empty()) {
+    auto v = Numbers(o.burst, 2, 3, "--burst wants SIZE,INTERVAL_S[,SPREAD_S]");
+    if (!v.ok()) return v.status();
+    c.spec.burst_size = static_cast<size_t>((*v)[0]);
+    c.spec.burst_interval_s = (*v)[1];
+    if (v->size() == 3) c.spec.burst_spread_s = (*v)[2];
+    if (o.rate <= 0) c.label = fmt::format("burst={}", c.spec.burst_size);
+  }
   c.options.replicas = std::move(replicas);
   c.options.concurrency = o.concurrency;
   c.options.network_latency_s = params.network_latency_s;
   c.options.scrape_interval_s = params.scrape_interval_s;
   c.options.scrape_jitter_s = params.scrape_jitter_s;
+  c.options.metrics_delay_s = params.metrics_delay_s;
+  c.options.routers = o.routers;
+  c.options.split_by_session = o.split_by_session;
+  c.options.admission.max_awaiting_per_endpoint = o.admission_awaiting;
+  c.options.usage_cached_tokens = !o.no_cached_tokens;
   c.options.kv_events = o.kv_events;
   if (o.kv_events) c.label += ",kv-events";
   c.ttft_slo_s = o.slo_s;
@@ -146,8 +196,10 @@ int Run(const CliOptions& o) {
   params.network_latency_s = o.network_latency_s;
   params.scrape_interval_s = o.scrape_interval_s;
   params.scrape_jitter_s = o.scrape_jitter_s;
+  params.metrics_delay_s = o.metrics_delay_s;
 
   RunPlan plan;
+  plan.native_scrape_intervals = !o.uniform_scrapes;
   plan.strategies = o.strategies.empty() ? DefaultStrategies() : SplitList(o.strategies);
   plan.trials = o.trials;
   plan.seed = o.seed;
@@ -235,8 +287,8 @@ void RegisterCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Virtual-time cluster simulation: engine models + the routing core");
   cmd->add_option("--scenario", opts->scenario,
-                  "light-load, capacity, trace, heterogeneous, restarts, kv-events (comma list) "
-                  "or all")
+                  "light-load, capacity, trace, heterogeneous, restarts, kv-events, large-prefix, "
+                  "burst, overload, small-pool, routers, cost-shape (comma list) or all")
       ->capture_default_str();
   cmd->add_option("--strategies", opts->strategies,
                   "comma-separated strategies (default: every registered one + oracle)");
@@ -253,6 +305,12 @@ void RegisterCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--scrape-jitter", opts->scrape_jitter_s, "+- uniform scrape jitter, s")
       ->capture_default_str();
+  cmd->add_option("--metrics-delay", opts->metrics_delay_s,
+                  "extra age of every scrape when a router gets it, s")
+      ->capture_default_str();
+  cmd->add_flag("--uniform-scrapes", opts->uniform_scrapes,
+                "every strategy scrapes at --scrape-interval (default: gie and llmd-sticky at "
+                "their endpoint picker's 50 ms)");
   cmd->add_option("--workload", opts->workload,
                   "ad-hoc run: shared-prefix, multiturn, independent or trace");
   cmd->add_option("--replicas", opts->replicas, "ad-hoc: replicas")->capture_default_str();
@@ -270,6 +328,20 @@ void RegisterCommand(CLI::App& app) {
                   "ad-hoc multiturn shape SYSTEM,USER,OUTPUT,THINK[,TURNS] (tokens, s)");
   cmd->add_flag("--kv-events", opts->kv_events,
                 "ad-hoc: route with the precise prefix index fed by the engines' KV events");
+  cmd->add_option("--shared-prefix", opts->shared_prefix,
+                  "ad-hoc shared-prefix shape PREFIXES,TOKENS[,SUFFIX,OUTPUT] (tokens)");
+  cmd->add_option("--burst", opts->burst,
+                  "ad-hoc arrivals in bursts SIZE,INTERVAL_S[,SPREAD_S] (instead of --rate)");
+  cmd->add_option("--routers", opts->routers, "ad-hoc: gateway replicas (own router each)")
+      ->capture_default_str();
+  cmd->add_flag("--split-by-session", opts->split_by_session,
+                "ad-hoc: a session keeps its gateway replica (default: each request at random)");
+  cmd->add_option("--admission", opts->admission_awaiting,
+                  "ad-hoc: queue at the gateway beyond this many requests per endpoint without "
+                  "a first token (0: off)")
+      ->capture_default_str();
+  cmd->add_flag("--no-cached-token-details", opts->no_cached_tokens,
+                "ad-hoc: usage without prompt_tokens_details (vLLM's default)");
   cmd->add_flag("--quiet", opts->quiet, "print only the timing lines");
   cmd->add_option("--records", opts->records,
                   "directory for per-request records (JSONL) of each run's first trial, "

@@ -20,9 +20,10 @@ enum class EventKind {
   kStepEnd,            // a: replica, b: epoch
   kWake,               // a: replica, b: epoch
   kGatewayFirstToken,  // a: request
-  kGatewayFinished,    // a: request, b: 1 = success, 0 = error
-  kScrape,             // a: replica
+  kGatewayFinished,    // a: request, b: 1 = success, 0 = error, 2 = failed before first token
+  kScrape,             // a: replica, b: gateway
   kDeliverMetrics,     // a: pending snapshot index
+  kQueueTimeout,       // a: request, b: its queue_count (waited at its gateway too long)
   kJoin,               // a: replica
   kLeave,              // a: replica
   kRestart,            // a: restart index

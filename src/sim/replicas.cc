@@ -42,10 +42,25 @@ void Runner::Join(size_t i) {
   rep.engine = std::make_unique<engine::Engine>(rep.spec.profile);
   rep.up = true;
   rep.in_router = true;
-  router_.AddEndpoint(routing::EndpointInfo{rep.spec.id, model_, rep.spec.pool}, now_);
-  if (o_.kv_events) router_.SetKvEventsLive(rep.spec.id, true);  // subscribed from the start
-  // Scrapers start at a random phase within one interval, as independent pollers do.
-  q_.Push(now_ + Uniform() * o_.scrape_interval_s, EventKind::kScrape, i);
+  // Discovery (a config change, an EndpointSlice update) tells every gateway replica.
+  for (size_t g = 0; g < gateways_.size(); ++g) {
+    gateways_[g].router->AddEndpoint(routing::EndpointInfo{rep.spec.id, model_, rep.spec.pool},
+                                     now_);
+    if (o_.kv_events)  // subscribed from the start
+      gateways_[g].router->SetKvEventsLive(rep.spec.id, true);
+    gateways_[g].healthy[i] = true;
+    gateways_[g].failed_scrapes[i] = 0;
+    // Scrapers start at a random phase within one interval, as independent pollers do.
+    q_.Push(now_ + Uniform() * o_.scrape_interval_s, EventKind::kScrape, i, g);
+  }
+  for (size_t g = 0; g < gateways_.size(); ++g) DrainQueue(g, o_.network_latency_s);
+}
+
+void Runner::Leave(size_t i) {
+  Replica& rep = replicas_[i];
+  if (rep.in_router)
+    for (auto& g : gateways_) g.router->RemoveEndpoint(rep.spec.id);
+  rep.in_router = false;  // keeps serving what it holds; no new requests, no scrapes
 }
 
 void Runner::RestartBegin(size_t k, double L) {
@@ -53,16 +68,19 @@ void Runner::RestartBegin(size_t k, double L) {
                          [&](const Replica& r) { return r.spec.id == o_.restarts[k].replica; });
   if (it == replicas_.end() || !it->up) return;
   Replica& rep = *it;
-  router_.SetHealthy(rep.spec.id, false);
-  // Its KV-event publisher dies with it: the subscriber sees the disconnect.
-  if (o_.kv_events) router_.SetKvEventsLive(rep.spec.id, false);
-  // The process dies: everything on it fails; the gateway sees the connections drop.
+  // Its KV-event publisher dies with it: the subscribers see the disconnect.
+  if (o_.kv_events)
+    for (auto& g : gateways_) g.router->SetKvEventsLive(rep.spec.id, false);
+  // The process dies: everything on it fails; the gateways see the connections drop (a
+  // request without a first token yet is retried once elsewhere, as the gateway does).
+  // Nobody announces it: the gateways find out from failed connections and scrapes.
   std::vector<size_t> lost(rep.on_engine.begin(), rep.on_engine.end());
   std::sort(lost.begin(), lost.end());
   for (size_t r : lost) {
-    reqs_[r].error = "replica restarted";
-    by_engine_id_.erase(reqs_[r].id);
-    q_.Push(now_ + L, EventKind::kGatewayFinished, r, 0);
+    Req& req = reqs_.at(r);
+    req.error = "replica restarted";
+    by_engine_id_.erase(req.id);
+    q_.Push(now_ + L, EventKind::kGatewayFinished, r, req.first_token_seen ? 0 : 2);
   }
   rep.on_engine.clear();
   rep.engine.reset();
@@ -77,26 +95,34 @@ void Runner::RestartEnd(size_t k) {
   auto it = std::find_if(replicas_.begin(), replicas_.end(),
                          [&](const Replica& r) { return r.spec.id == o_.restarts[k].replica; });
   if (it == replicas_.end() || it->up) return;
+  // A fresh process: empty KV cache, counters from zero. The gateways learn it from
+  // their next scrapes (healthy again; counters gone backwards clear the prefix index).
   it->engine = std::make_unique<engine::Engine>(it->spec.profile);
   it->last_metrics.reset();
   it->up = true;
   it->kv_seq = 0;
-  router_.ResetEndpoint(it->spec.id);
-  router_.SetHealthy(it->spec.id, true);
   // engine-sim's new publisher opens with AllBlocksCleared (sequence 0); the feed is live
-  // again when it arrives.
+  // again when it arrives (a KV-event subscriber learns of the restart that way).
   if (o_.kv_events)
     PublishKvEvents(static_cast<size_t>(it - replicas_.begin()), {kv::AllBlocksCleared{}},
                     o_.network_latency_s);
 }
 
 void Runner::EngineArrive(size_t idx, double L) {
-  Req& r = reqs_[idx];
+  Req& r = reqs_.at(idx);
   Replica& rep = replicas_[r.replica];
   if (!rep.up || rep.epoch != r.epoch) {
     r.error = "connection refused: replica down";
-    q_.Push(now_ + L, EventKind::kGatewayFinished, idx, 0);
+    q_.Push(now_ + L, EventKind::kGatewayFinished, idx, 2);
     return;
+  }
+  if (bound_ && r.bound_ttft < 0) {
+    // Before its own blocks count: everything that reached an engine before it.
+    LowerBound::Bounds b = bound_->Of(r.chain, r.prompt_tokens, r.max_tokens);
+    r.bound_ttft = b.ttft_s;
+    r.bound_e2e = b.e2e_s;
+    bound_->Record(r.chain.hashes);
+    r.chain_recorded = r.chain.hashes.size();
   }
   engine::EngineRequest er;
   er.id = r.id;
@@ -143,9 +169,11 @@ void Runner::StepEnd(size_t i, uint64_t epoch, double L) {
   for (auto& t : out.tokens) {
     auto it = by_engine_id_.find(t.request_id);
     if (it == by_engine_id_.end()) continue;
-    Req& r = reqs_[it->second];
+    Req& r = reqs_.at(it->second);
     r.reply += t.text;
+    if (bound_) r.chain.Append(std::span<const TokenId>(&t.token, 1));
     if (t.index == 0) {
+      r.first_token_seen = true;
       r.first_token_gw = now_ + L;
       q_.Push(now_ + L, EventKind::kGatewayFirstToken, it->second);
     } else {
@@ -157,10 +185,14 @@ void Runner::StepEnd(size_t i, uint64_t epoch, double L) {
     auto it = by_engine_id_.find(f.request_id);
     if (it == by_engine_id_.end()) continue;
     size_t idx = it->second;
-    Req& r = reqs_[idx];
+    Req& r = reqs_.at(idx);
     by_engine_id_.erase(it);
     rep.on_engine.erase(idx);
     r.usage = routing::Usage{f.prompt_tokens, f.cached_tokens, f.completion_tokens};
+    if (bound_ && r.chain.hashes.size() > r.chain_recorded) {
+      bound_->Record(std::span<const uint64_t>(r.chain.hashes).subspan(r.chain_recorded));
+      r.chain_recorded = r.chain.hashes.size();
+    }
     bool ok = f.reason != engine::FinishReason::kAbort;
     if (!ok) r.error = "aborted";
     q_.Push(now_ + L, EventKind::kGatewayFinished, idx, ok ? 1 : 0);
@@ -168,9 +200,10 @@ void Runner::StepEnd(size_t i, uint64_t epoch, double L) {
   Kick(i);
 }
 
-void Runner::Scrape(size_t i, double L) {
+void Runner::Scrape(size_t i, size_t gi, double L) {
   Replica& rep = replicas_[i];
   if (!rep.in_router) return;  // left: the scraper stops
+  Gateway& g = gateways_[gi];
   if (rep.up) {
     // The router gets only what /metrics says: render, then parse, like the gateway.
     const engine::EngineMetrics& m = rep.engine->metrics();
@@ -186,12 +219,36 @@ void Runner::Scrape(size_t i, double L) {
     }
     if (fresh) {
       uint64_t key = next_snapshot_++;
-      snapshots_.emplace(key, PendingSnapshot{i, rep.epoch, rep.last_snapshot, now_});
-      q_.Push(now_ + L, EventKind::kDeliverMetrics, key);
+      snapshots_.emplace(key, PendingSnapshot{i, gi, rep.epoch, rep.last_snapshot, now_});
+      q_.Push(now_ + L + o_.metrics_delay_s, EventKind::kDeliverMetrics, key);
     }
+  } else if (++g.failed_scrapes[i] >= kUnhealthyAfterFailures && g.healthy[i]) {
+    // Connection refused, as gateway/scraper.cc sees a dead pod.
+    g.healthy[i] = false;
+    g.router->SetHealthy(rep.spec.id, false);
   }
   double next = o_.scrape_interval_s + (2 * Uniform() - 1) * o_.scrape_jitter_s;
-  q_.Push(now_ + std::max(1e-3, next), EventKind::kScrape, i);
+  q_.Push(now_ + std::max(1e-3, next), EventKind::kScrape, i, gi);
+}
+
+void Runner::DeliverMetrics(uint64_t key) {
+  auto it = snapshots_.find(key);
+  if (it == snapshots_.end()) return;
+  const PendingSnapshot& p = it->second;
+  const Replica& rep = replicas_[p.replica];
+  Gateway& g = gateways_[p.gateway];
+  if (rep.in_router && rep.epoch == p.epoch) {
+    g.router->ObserveMetrics(rep.spec.id, p.snapshot, p.scraped_at);
+    ++result_.scrapes;
+    g.failed_scrapes[p.replica] = 0;
+    if (!g.healthy[p.replica]) {
+      g.healthy[p.replica] = true;
+      g.router->SetHealthy(rep.spec.id, true);
+    }
+  }
+  const size_t gi = p.gateway;
+  snapshots_.erase(it);
+  DrainQueue(gi, o_.network_latency_s);
 }
 
 void Runner::PublishKvEvents(size_t i, std::vector<kv::KvEvent> events, double L) {
@@ -211,8 +268,10 @@ void Runner::DeliverKvEvents(uint64_t key) {
   // would apply each as it comes. A batch from before a restart is dropped with its
   // process.
   if (rep.in_router && rep.up && rep.epoch == it->second.epoch) {
-    router_.OnKvEvents(rep.spec.id, it->second.batch);
-    router_.SetKvEventsLive(rep.spec.id, true);
+    for (auto& g : gateways_) {  // every gateway replica subscribes to every engine
+      g.router->OnKvEvents(rep.spec.id, it->second.batch);
+      g.router->SetKvEventsLive(rep.spec.id, true);
+    }
     ++result_.kv_batches;
   }
   kv_batches_.erase(it);

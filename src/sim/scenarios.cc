@@ -1,4 +1,5 @@
-// Scenario definitions and the multi-threaded runner of sim/scenarios.h.
+// The multi-threaded runner and the summaries of sim/scenarios.h (the scenarios
+// themselves: scenario_catalog.cc).
 #include "sim/scenarios.h"
 
 #include <fmt/format.h>
@@ -12,162 +13,12 @@
 #include <thread>
 
 #include "engine/profile.h"
+#include "routing/peers/peers.h"
 #include "routing/strategy.h"
 #include "workload/report.h"
 
 namespace kinference::sim {
 namespace {
-
-engine::HardwareProfile Profile(const std::string& name) {
-  auto p = engine::ProfileByName(name);
-  return p.ok() ? *p : engine::HardwareProfile{};
-}
-
-size_t Scaled(double n, const ScenarioParams& p) {
-  return std::max<size_t>(2, static_cast<size_t>(std::lround(n * p.scale)));
-}
-
-SimOptions BaseOptions(const ScenarioParams& p, std::vector<ReplicaSpec> replicas) {
-  SimOptions o;
-  o.replicas = std::move(replicas);
-  o.network_latency_s = p.network_latency_s;
-  o.scrape_interval_s = p.scrape_interval_s;
-  o.scrape_jitter_s = p.scrape_jitter_s;
-  return o;
-}
-
-Condition OpenLoop(const std::string& workload, size_t sessions, double rate, SimOptions o,
-                   std::string label = "") {
-  Condition c;
-  c.workload = workload;
-  c.label = std::move(label);
-  c.spec.name = workload;
-  c.spec.sessions = sessions;
-  c.spec.rate_rps = rate;
-  c.options = std::move(o);
-  return c;
-}
-
-Scenario LightLoad(const ScenarioParams& p) {
-  Scenario s{"light-load",
-             fmt::format("3 x l40s-27b-fp8, open-loop Poisson arrivals at {:g} sessions/s",
-                         kLightLoadRateRps),
-             {}};
-  auto o = BaseOptions(p, MakePool(Profile("l40s-27b-fp8"), "l40s", 3));
-  s.conditions.push_back(OpenLoop("shared-prefix", Scaled(72, p), kLightLoadRateRps, o));
-  s.conditions.push_back(OpenLoop("multiturn", Scaled(12, p), kLightLoadRateRps, o));
-  s.conditions.push_back(OpenLoop("independent", Scaled(36, p), kLightLoadRateRps, o));
-  return s;
-}
-
-Scenario Capacity(const ScenarioParams& p) {
-  Scenario s{"capacity", "3 x l40s-27b-fp8, closed loop at concurrency 4..32", {}};
-  auto o = BaseOptions(p, MakePool(Profile("l40s-27b-fp8"), "l40s", 3));
-  for (size_t conc : {4, 8, 16, 24, 32}) {
-    std::string label = "c=" + std::to_string(conc);
-    o.concurrency = conc;
-    const size_t measured = Scaled(std::max<size_t>(72, 3 * conc), p);
-    const size_t warmup = Scaled(kCapacityWarmup, p);
-    Condition sp = OpenLoop("shared-prefix", warmup + measured, 0, o, label);
-    sp.warmup_sessions = warmup;
-    sp.ttft_slo_s = kSharedPrefixSloS;
-    s.conditions.push_back(sp);
-    Condition mt = OpenLoop("multiturn", Scaled(std::max<size_t>(8, conc), p), 0, o, label);
-    mt.ttft_slo_s = kMultiturnSloS;
-    s.conditions.push_back(mt);
-  }
-  return s;
-}
-
-Scenario Trace(const ScenarioParams& p) {
-  Scenario s{fmt::format("trace"),
-             fmt::format("Mooncake conversation trace, {}-line slices starting at line {} x "
-                         "trial (trial 0, 1, 2: three parts of the hour), on {} x h100-27b-fp8, "
-                         "at its own rate and faster",
-                         Scaled(kTraceRequests, p), kTraceSliceStride, kTraceReplicas),
-             {}};
-  s.max_trials = kTraceSlices;
-  auto o = BaseOptions(p, MakePool(Profile("h100-27b-fp8"), "h100", kTraceReplicas));
-  for (double speed : {1.0, 1.5, 2.0}) {
-    Condition c =
-        OpenLoop("trace", Scaled(kTraceRequests, p), 0, o, fmt::format("speed={:g}", speed));
-    c.spec.trace_path = p.trace_path;
-    c.spec.speed = speed;
-    c.trace_offset_step = kTraceSliceStride;
-    s.conditions.push_back(c);
-  }
-  return s;
-}
-
-Scenario Heterogeneous(const ScenarioParams& p) {
-  Scenario s{"heterogeneous", "2 x l40s-27b-fp8 + 1 x h100-27b-fp8, open loop", {}};
-  auto replicas = MakePool(Profile("l40s-27b-fp8"), "l40s", 2);
-  for (auto& r : MakePool(Profile("h100-27b-fp8"), "h100", 1)) replicas.push_back(r);
-  auto o = BaseOptions(p, replicas);
-  s.conditions.push_back(OpenLoop("shared-prefix", Scaled(72, p), 0.1, o, "rate=0.1"));
-  s.conditions.push_back(OpenLoop("multiturn", Scaled(12, p), 0.1, o, "rate=0.1"));
-  s.conditions.push_back(OpenLoop("independent", Scaled(36, p), 0.1, o, "rate=0.1"));
-  return s;
-}
-
-Scenario Restarts(const ScenarioParams& p) {
-  Scenario s{"restarts",
-             "3 x l40s-27b-fp8 (+ l40s/3 joining) at 0.05 sessions/s; l40s/0 restarts (30 s down, "
-             "empty cache) "
-             "at 1/3 of the run, l40s/3 joins at 1/2, l40s/1 leaves at 2/3",
-             {}};
-  const size_t n = Scaled(96, p);
-  const double rate = kLightLoadRateRps;
-  const double span = static_cast<double>(n) / rate;
-  auto replicas = MakePool(Profile("l40s-27b-fp8"), "l40s", 4);
-  replicas[3].join_at_s = span / 2;
-  replicas[1].leave_at_s = 2 * span / 3;
-  auto o = BaseOptions(p, replicas);
-  o.restarts.push_back(RestartSpec{"l40s/0", span / 3, 30});
-  s.conditions.push_back(OpenLoop("shared-prefix", n, rate, o, "restart+join+leave"));
-  return s;
-}
-
-// Precise (KV-event) against approximate prefix index, on the workloads where the
-// difference shows: shared prefixes under cache pressure (the approximate index cannot
-// see evictions) and a replica restart (it cannot see the emptied cache until the next
-// scrape shows the counters reset).
-Scenario KvEvents(const ScenarioParams& p) {
-  Scenario s{"kv-events",
-             "3 x l40s-27b-fp8; approximate prefix index (what the gateway sent where) vs "
-             "precise (vLLM KV events, exact token ids); shared-prefix at 0.2 sessions/s and "
-             "multiturn at 0.1 sessions/s; +restart: l40s/0 restarts (30 s down, empty cache) "
-             "at 1/3 of the run; the Mooncake trace on 12 x h100-27b-fp8 at 1.5x",
-             {}};
-  s.strategies = {"prefix", "predicted-ttft"};
-  s.max_trials = kTraceSlices;
-  for (bool restart : {false, true}) {
-    for (bool precise : {false, true}) {
-      auto o = BaseOptions(p, MakePool(Profile("l40s-27b-fp8"), "l40s", 3));
-      o.kv_events = precise;
-      std::string label =
-          std::string(precise ? "precise" : "approximate") + (restart ? "+restart" : "");
-      const size_t n = Scaled(72, p);
-      const double rate = 0.2;
-      if (restart) o.restarts.push_back(RestartSpec{"l40s/0", n / rate / 3, 30});
-      s.conditions.push_back(OpenLoop("shared-prefix", n, rate, o, label));
-      if (!restart) s.conditions.push_back(OpenLoop("multiturn", Scaled(24, p), 0.1, o, label));
-    }
-  }
-  // The Mooncake trace on 12 x h100 (as the trace scenario at 1.5x): many prefixes, a
-  // cache that evicts, where a belief built from dispatches drifts from what is held.
-  for (bool precise : {false, true}) {
-    auto o = BaseOptions(p, MakePool(Profile("h100-27b-fp8"), "h100", kTraceReplicas));
-    o.kv_events = precise;
-    Condition c = OpenLoop("trace", Scaled(kTraceRequests, p), 0, o,
-                           precise ? "precise,speed=1.5" : "approximate,speed=1.5");
-    c.spec.trace_path = p.trace_path;
-    c.spec.speed = 1.5;
-    c.trace_offset_step = kTraceSliceStride;
-    s.conditions.push_back(c);
-  }
-  return s;
-}
 
 double Mean(const std::vector<double>& v) {
   if (v.empty()) return std::nan("");
@@ -183,18 +34,10 @@ boost::json::value Num(double v) {
 
 }  // namespace
 
-std::vector<std::string> ScenarioNames() {
-  return {"light-load", "capacity", "trace", "heterogeneous", "restarts", "kv-events"};
-}
-
-Result<Scenario> MakeScenario(const std::string& name, const ScenarioParams& params) {
-  if (name == "light-load") return LightLoad(params);
-  if (name == "capacity") return Capacity(params);
-  if (name == "trace") return Trace(params);
-  if (name == "heterogeneous") return Heterogeneous(params);
-  if (name == "restarts") return Restarts(params);
-  if (name == "kv-events") return KvEvents(params);
-  return Status(ErrorCode::kNotFound, "unknown scenario: " + name);
+double NativeScrapeIntervalS(const std::string& strategy, double ours) {
+  if (strategy == "gie" || strategy == "llmd-sticky")
+    return routing::peers::kGieRefreshMetricsIntervalS;
+  return ours;
 }
 
 std::vector<std::string> DefaultStrategies() {
@@ -210,20 +53,32 @@ boost::json::object Summarize(const std::string& scenario, const Condition& c,
                               const std::string& strategy, const std::vector<SimResult>& trials) {
   std::vector<workload::RequestRecord> records;
   std::vector<double> abs_err, rel_err, goodput, goodput_window;
+  std::vector<double> bound_ttft, bound_e2e, waits;
+  size_t rejected = 0, retried = 0;
   // Per trial (in seed order), for paired comparisons between strategies: every strategy
   // runs trial t on the same arrivals.
-  boost::json::array ttft_p50_trials, ttft_p90_trials, e2e_p50_trials;
+  boost::json::array ttft_p50_trials, ttft_p90_trials, e2e_p50_trials, e2e_p90_trials,
+      itl_p90_trials;
   size_t met = 0, ok = 0;
   double duration = 0;
   for (const SimResult& t : trials) {
     size_t met_t = 0, sessions_t = 0;
     double first_start = kNever, last_end = 0, slot_s = 0;
-    std::vector<double> ttft_t, e2e_t;
+    std::vector<double> ttft_t, e2e_t, itl_t;
     for (const SimRequest& r : t.requests) {
       if (r.session_index < c.warmup_sessions) continue;
       records.push_back(r.record);
       if (r.record.ok() && r.record.ttft_s >= 0) ttft_t.push_back(r.record.ttft_s);
-      if (r.record.ok()) e2e_t.push_back(r.record.e2e_s);
+      if (r.record.ok()) {
+        e2e_t.push_back(r.record.e2e_s);
+        itl_t.insert(itl_t.end(), r.record.itl_s.begin(), r.record.itl_s.end());
+        waits.push_back(r.gateway_wait_s);
+        if (r.bound_ttft_s >= 0) bound_ttft.push_back(r.bound_ttft_s);
+        if (r.bound_e2e_s >= 0) bound_e2e.push_back(r.bound_e2e_s);
+      } else if (r.record.error.starts_with("429") || r.record.error.starts_with("503")) {
+        ++rejected;
+      }
+      if (r.retries > 0) ++retried;
       first_start = std::min(first_start, r.record.start_s);
       last_end = std::max(last_end, r.record.start_s + r.record.e2e_s);
       slot_s += r.think_s + r.record.e2e_s;
@@ -240,6 +95,8 @@ boost::json::object Summarize(const std::string& scenario, const Condition& c,
     ttft_p50_trials.push_back(Num(workload::Percentile(ttft_t, 0.5)));
     ttft_p90_trials.push_back(Num(workload::Percentile(ttft_t, 0.9)));
     e2e_p50_trials.push_back(Num(workload::Percentile(e2e_t, 0.5)));
+    e2e_p90_trials.push_back(Num(workload::Percentile(e2e_t, 0.9)));
+    itl_p90_trials.push_back(Num(workload::Percentile(std::move(itl_t), 0.9)));
     met += met_t;
     const double window = c.warmup_sessions > 0 ? last_end - first_start : t.duration_s;
     duration += window;
@@ -271,6 +128,17 @@ boost::json::object Summarize(const std::string& scenario, const Condition& c,
   o["ttft_p50_s_trials"] = std::move(ttft_p50_trials);
   o["ttft_p90_s_trials"] = std::move(ttft_p90_trials);
   o["e2e_p50_s_trials"] = std::move(e2e_p50_trials);
+  o["e2e_p90_s_trials"] = std::move(e2e_p90_trials);
+  o["itl_p90_s_trials"] = std::move(itl_p90_trials);
+  // The lower bound on the same requests (sim/bound.h) and what the gateway did.
+  o["bound_ttft_p50_s"] = Num(workload::Percentile(bound_ttft, 0.5));
+  o["bound_ttft_p90_s"] = Num(workload::Percentile(bound_ttft, 0.9));
+  o["bound_e2e_p50_s"] = Num(workload::Percentile(bound_e2e, 0.5));
+  o["bound_e2e_p90_s"] = Num(workload::Percentile(bound_e2e, 0.9));
+  o["gateway_wait_p90_s"] = Num(workload::Percentile(waits, 0.9));
+  o["rejected"] = rejected;
+  o["retried"] = retried;
+  o["routers"] = c.options.routers;
   o["prediction_abs_err_p50_s"] = Num(workload::Percentile(abs_err, 0.5));
   o["prediction_rel_err_p90"] = Num(workload::Percentile(rel_err, 0.9));
   if (c.options.kv_events) {
@@ -309,14 +177,15 @@ Result<boost::json::object> RunScenario(const Scenario& scenario, const RunPlan&
   const auto wall0 = std::chrono::steady_clock::now();
   size_t trials = std::max<size_t>(1, plan.trials);
   if (scenario.max_trials > 0) trials = std::min(trials, scenario.max_trials);
-  // Workloads once per (condition, trial), shared read-only by every strategy.
-  std::vector<std::vector<std::vector<workload::Session>>> sessions(scenario.conditions.size());
+  // Workloads once per (condition, trial), shared read-only by every strategy; sessions
+  // are generated as each run starts them (SessionSource).
+  std::vector<std::vector<workload::SessionSource>> sessions(scenario.conditions.size());
   for (size_t c = 0; c < scenario.conditions.size(); ++c) {
     for (size_t t = 0; t < trials; ++t) {
       workload::WorkloadSpec spec = scenario.conditions[c].spec;
       spec.seed = plan.seed + t;
       spec.trace_offset += t * scenario.conditions[c].trace_offset_step;
-      auto w = workload::MakeWorkload(spec);
+      auto w = workload::MakeSessionSource(spec);
       if (!w.ok()) return w.status();
       sessions[c].push_back(std::move(*w));
     }
@@ -325,21 +194,20 @@ Result<boost::json::object> RunScenario(const Scenario& scenario, const RunPlan&
     size_t condition, strategy, trial;
   };
   std::vector<Job> jobs;
-  auto runs_strategy = [&](size_t s) {
-    const auto& only = scenario.strategies;
+  auto included = [&](size_t c, size_t s) {
+    const auto& of_scenario = scenario.strategies;
+    if (!of_scenario.empty() &&
+        std::find(of_scenario.begin(), of_scenario.end(), plan.strategies[s]) == of_scenario.end())
+      return false;
+    const auto& only = scenario.conditions[c].only_strategies;
     return only.empty() || std::find(only.begin(), only.end(), plan.strategies[s]) != only.end();
   };
   for (size_t c = 0; c < scenario.conditions.size(); ++c)
     for (size_t s = 0; s < plan.strategies.size(); ++s)
-      if (runs_strategy(s))
+      if (included(c, s))
         for (size_t t = 0; t < trials; ++t) jobs.push_back({c, s, t});
   // Longest jobs first (requests per run), so the threads finish together.
-  auto cost = [&](const Job& j) {
-    const auto& sessions_of_run = sessions[j.condition][j.trial];
-    size_t n = 0;
-    for (const auto& session : sessions_of_run) n += session.turns.size();
-    return n;
-  };
+  auto cost = [&](const Job& j) { return sessions[j.condition][j.trial].total_turns(); };
   std::stable_sort(jobs.begin(), jobs.end(),
                    [&](const Job& a, const Job& b) { return cost(a) > cost(b); });
   std::vector<std::optional<Result<SimResult>>> out(jobs.size());
@@ -353,6 +221,8 @@ Result<boost::json::object> RunScenario(const Scenario& scenario, const RunPlan&
       SimOptions o = scenario.conditions[job.condition].options;
       o.strategy = plan.strategies[job.strategy];
       o.seed = plan.seed + job.trial;
+      if (plan.native_scrape_intervals)
+        o.scrape_interval_s = NativeScrapeIntervalS(o.strategy, o.scrape_interval_s);
       out[j] = Simulate(sessions[job.condition][job.trial], o);
       if (plan.on_progress) {
         std::lock_guard<std::mutex> lock(progress_mu);
@@ -371,7 +241,7 @@ Result<boost::json::object> RunScenario(const Scenario& scenario, const RunPlan&
   size_t simulated = 0;
   for (size_t c = 0; c < scenario.conditions.size(); ++c) {
     for (size_t s = 0; s < plan.strategies.size(); ++s) {
-      if (!runs_strategy(s)) continue;
+      if (!included(c, s)) continue;
       std::vector<SimResult> runs;
       size_t first_trial = 0;
       for (size_t j = 0; j < jobs.size(); ++j) {

@@ -1,5 +1,7 @@
-// The discrete-event loop of sim/simulation.h: the loop itself, the client and the gateway.
+// The discrete-event loop of sim/simulation.h: the loop itself and the client.
 #include "sim/simulation.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -8,11 +10,32 @@
 #include "common/tokenizer.h"
 #include "engine/chat_template.h"
 #include "routing/strategy.h"
-#include "sim/oracle.h"
 #include "sim/runner.h"
 
 namespace kinference::sim {
 namespace internal {
+
+Runner::Runner(const workload::SessionSource& sessions, const SimOptions& o)
+    : sessions_(sessions), o_(o), rng_(o.seed ^ 0x5151u) {
+  std::vector<engine::HardwareProfile> profiles;
+  for (const auto& spec : o.replicas) {
+    Replica r;
+    r.spec = spec;
+    replicas_.push_back(std::move(r));
+    profiles.push_back(spec.profile);
+  }
+  model_ = o.replicas.front().profile.model_name;
+  for (size_t g = 0; g < std::max<size_t>(1, o.routers); ++g) {
+    Gateway gw;
+    gw.router = std::make_unique<routing::Router>(routing::RouterConfig{
+        o.block_chars, "predicted-ttft", 5.0, o.seed + 7919 * g, o.learn_cost_shape});
+    gw.failed_scrapes.assign(replicas_.size(), 0);
+    gw.healthy.assign(replicas_.size(), true);
+    gw.awaiting.assign(replicas_.size(), 0);
+    gateways_.push_back(std::move(gw));
+  }
+  if (o.lower_bound) bound_.emplace(profiles, o.network_latency_s);
+}
 
 SimResult Runner::Run() {
   const double L = o_.network_latency_s;
@@ -28,7 +51,7 @@ SimResult Runner::Run() {
       q_.Push(0, EventKind::kClientSend, next_session_, 0);
   } else {
     for (size_t s = 0; s < sessions_.size(); ++s)
-      q_.Push(sessions_[s].arrival_s.value_or(0), EventKind::kClientSend, s, 0);
+      q_.Push(sessions_.arrival_s(s).value_or(0), EventKind::kClientSend, s, 0);
   }
   while (!q_.empty() && sessions_done_ < sessions_.size()) {
     Event e = q_.Pop();
@@ -57,33 +80,33 @@ void Runner::Handle(const Event& e, double L) {
         Kick(e.a);
       }
       return;
-    case EventKind::kGatewayFirstToken: {
-      Req& r = reqs_[e.a];
-      router_.OnFirstToken(r.id, now_);
+    case EventKind::kGatewayFirstToken:
+      return GatewayFirstToken(e.a, L);
+    case EventKind::kGatewayFinished: {
+      if (e.b != 2) return GatewayFinished(e.a, e.b == 1, L);
+      auto it = reqs_.find(e.a);  // failed before its first token: retryable
+      if (it != reqs_.end()) AttemptFailed(e.a, it->second.error, L);
       return;
     }
-    case EventKind::kGatewayFinished:
-      return GatewayFinished(e.a, e.b == 1, L);
     case EventKind::kScrape:
-      return Scrape(e.a, L);
-    case EventKind::kDeliverMetrics: {
-      PendingSnapshot& p = snapshots_.at(e.a);
-      const Replica& rep = replicas_[p.replica];
-      if (rep.in_router && rep.epoch == p.epoch) {
-        router_.ObserveMetrics(rep.spec.id, p.snapshot, p.scraped_at);
-        ++result_.scrapes;
-      }
-      snapshots_.erase(e.a);
+      return Scrape(e.a, e.b, L);
+    case EventKind::kDeliverMetrics:
+      return DeliverMetrics(e.a);
+    case EventKind::kQueueTimeout: {
+      auto it = reqs_.find(e.a);
+      if (it == reqs_.end() || it->second.queue_count != e.b) return;
+      auto& queue = gateways_[it->second.gateway].queue;
+      auto pos = std::find(queue.begin(), queue.end(), e.a);
+      if (pos == queue.end()) return;
+      queue.erase(pos);
+      it->second.error = "503: waited too long at the gateway";
+      q_.Push(now_, EventKind::kGatewayFinished, e.a, 0);
       return;
     }
     case EventKind::kJoin:
       return Join(e.a);
-    case EventKind::kLeave: {
-      Replica& rep = replicas_[e.a];
-      if (rep.in_router) router_.RemoveEndpoint(rep.spec.id);
-      rep.in_router = false;  // keeps serving what it holds; no new requests, no scrapes
-      return;
-    }
+    case EventKind::kLeave:
+      return Leave(e.a);
     case EventKind::kRestart:
       return RestartBegin(e.a, L);
     case EventKind::kRestartDone:
@@ -93,11 +116,35 @@ void Runner::Handle(const Event& e, double L) {
   }
 }
 
+size_t Runner::GatewayOf(size_t session) {
+  const size_t n = gateways_.size();
+  if (n == 1) return 0;
+  auto weight = [&](size_t g) {
+    return o_.router_weights.empty()      ? 1.0
+           : g < o_.router_weights.size() ? std::max(0.0, o_.router_weights[g])
+                                          : 0.0;
+  };
+  double total = 0;
+  for (size_t g = 0; g < n; ++g) total += weight(g);
+  double u = Uniform();
+  if (o_.split_by_session) {  // a fixed draw per session
+    uint64_t x = session ^ (o_.seed * 0x9e3779b97f4a7c15ULL);
+    u = static_cast<double>(routing::SplitMix64(x) >> 11) * 0x1.0p-53;
+  }
+  double acc = 0;
+  for (size_t g = 0; g < n; ++g) {
+    acc += weight(g);
+    if (u * total < acc) return g;
+  }
+  return n - 1;
+}
+
 void Runner::ClientSend(size_t s, size_t k, double L) {
-  const workload::Session& session = sessions_[s];
-  reqs_.emplace_back();
-  size_t idx = reqs_.size() - 1;
-  Req& r = reqs_.back();
+  if (k == 0) live_[s].session = sessions_.Get(s);
+  LiveSession& live = live_[s];
+  const workload::Session& session = live.session;
+  const size_t idx = next_req_++;
+  Req& r = reqs_[idx];
   r.session = s;
   r.turn = k;
   r.id = session.id + "/" + std::to_string(k);
@@ -106,7 +153,7 @@ void Runner::ClientSend(size_t s, size_t k, double L) {
   r.seed = routing::SplitMix64(rng_);
   first_send_ = std::min(first_send_, now_);
 
-  auto messages = workload::MessagesForTurn(session, k, replies_[s]);
+  auto messages = workload::MessagesForTurn(session, k, live.replies);
   // The gateway's rendering for prefix features (api/openai/request.h), from the same
   // JSON messages array the bench client sends.
   boost::json::array arr;
@@ -125,18 +172,20 @@ void Runner::ClientSend(size_t s, size_t k, double L) {
     r.gateway_text = std::move(*text);
   }
   // engine-sim's prompt: ChatML template, then the stand-in tokenizer; equal to
-  // Tokenize(ApplyChatTemplate(chat, true)) (see session_tokens_).
-  SessionTokens& st = session_tokens_[s];
-  if (st.messages > chat.size()) st = {};
-  for (size_t i = st.messages; i < chat.size(); ++i) {
-    auto seg = Tokenize(engine::ApplyChatTemplate({chat[i]}, /*add_generation_prompt=*/false));
-    st.tokens.insert(st.tokens.end(), seg.begin(), seg.end());
+  // Tokenize(ApplyChatTemplate(chat, true)) (see LiveSession::tokens).
+  if (live.messages > chat.size()) {
+    live.tokens.clear();
+    live.messages = 0;
   }
-  st.messages = chat.size();
+  for (size_t i = live.messages; i < chat.size(); ++i) {
+    auto seg = Tokenize(engine::ApplyChatTemplate({chat[i]}, /*add_generation_prompt=*/false));
+    live.tokens.insert(live.tokens.end(), seg.begin(), seg.end());
+  }
+  live.messages = chat.size();
   static const std::vector<TokenId> kGenerationPrompt =
       Tokenize(engine::ApplyChatTemplate({}, /*add_generation_prompt=*/true));
-  r.prompt.reserve(st.tokens.size() + kGenerationPrompt.size());
-  r.prompt = st.tokens;
+  r.prompt.reserve(live.tokens.size() + kGenerationPrompt.size());
+  r.prompt = live.tokens;
   r.prompt.insert(r.prompt.end(), kGenerationPrompt.begin(), kGenerationPrompt.end());
   if (o_.kv_events) {
     // The gateway tokenizes as the served model does and cuts the engine's blocks.
@@ -145,120 +194,10 @@ void Runner::ClientSend(size_t s, size_t k, double L) {
     r.features.engine_block_size = bs;
     r.features.prompt_tokens = static_cast<int>(r.prompt.size());
   }
+  r.prompt_tokens = r.prompt.size();
+  if (bound_) r.chain.Append(r.prompt);
+  r.gateway = GatewayOf(s);
   q_.Push(now_ + L, EventKind::kGatewayArrive, idx);
-}
-
-Result<routing::Decision> Runner::OraclePick(Req& r, double L) {
-  routing::Decision d;
-  d.strategy = "oracle";
-  double best = kNever;
-  for (const Replica& rep : replicas_) {
-    if (!rep.in_router || !rep.up) continue;
-    OracleInputs in;
-    in.prompt_tokens = static_cast<int>(r.prompt.size());
-    in.hit_tokens = rep.engine->PrefixCacheHitTokens(r.prompt);
-    in.queued_prefill_tokens = rep.engine->QueuedPrefillTokens();
-    in.running = rep.engine->NumRunning();
-    in.max_tokens = r.max_tokens;
-    const double capacity =
-        static_cast<double>(rep.spec.profile.num_gpu_blocks) * rep.spec.profile.block_size;
-    const double usage = rep.engine->metrics().kv_cache_usage_perc;
-    in.free_kv_tokens = (1 - usage) * capacity;
-    in.used_kv_tokens = usage * capacity;
-    double ttft = 2 * L + OracleTtft(rep.spec.profile, in);
-    routing::CandidateScore c;
-    c.endpoint = rep.spec.id;
-    c.predicted_ttft_s = ttft;
-    c.matched_tokens = in.hit_tokens;
-    c.score = ttft;
-    d.candidates.push_back(c);
-    if (ttft < best) {
-      best = ttft;
-      d.endpoint = rep.spec.id;
-      d.predicted_ttft_s = ttft;
-      d.matched_tokens = in.hit_tokens;
-    }
-  }
-  if (d.candidates.empty()) return Status(ErrorCode::kUnavailable, "no healthy endpoint");
-  return d;
-}
-
-void Runner::GatewayArrive(size_t idx, double L) {
-  Req& r = reqs_[idx];
-  Result<routing::Decision> d =
-      o_.strategy == "oracle" ? OraclePick(r, L) : router_.Pick(r.features, {}, o_.strategy, now_);
-  if (!d.ok()) {
-    r.error = d.status().message();
-    q_.Push(now_, EventKind::kGatewayFinished, idx, 0);
-    return;
-  }
-  router_.OnDispatched(r.features, *d, now_);
-  r.dispatched = now_;
-  r.predicted = d->predicted_ttft_s;
-  r.matched = d->matched_tokens;
-  r.precise = d->precise;
-  for (const auto& c : d->candidates)
-    if (c.endpoint == d->endpoint) r.metrics_age = c.metrics_age_s;
-  for (size_t i = 0; i < replicas_.size(); ++i) {
-    if (replicas_[i].spec.id == d->endpoint) {
-      r.replica = static_cast<int>(i);
-      r.epoch = replicas_[i].epoch;
-    }
-  }
-  q_.Push(now_ + L, EventKind::kEngineArrive, idx);
-}
-
-void Runner::GatewayFinished(size_t idx, bool ok, double L) {
-  Req& r = reqs_[idx];
-  router_.OnFinished(r.id, r.usage, ok ? routing::Outcome::kSuccess : routing::Outcome::kError,
-                     now_);
-  const double client_end = now_ + L;
-  SimRequest out;
-  workload::RequestRecord& rec = out.record;
-  out.session_index = r.session;
-  rec.id = r.id;
-  rec.session = sessions_[r.session].id;
-  rec.turn = r.turn;
-  rec.start_s = r.client_send;
-  rec.ttft_s = r.first_token_gw >= 0 ? r.first_token_gw + L - r.client_send : -1;
-  rec.itl_s = std::move(r.itl);
-  rec.e2e_s = client_end - r.client_send;
-  rec.prompt_tokens = r.usage.prompt_tokens;
-  rec.cached_tokens = r.usage.cached_tokens;
-  rec.completion_tokens = r.usage.completion_tokens;
-  if (r.replica >= 0) rec.endpoint = replicas_[r.replica].spec.id;
-  rec.error = ok ? std::string() : (r.error.empty() ? "failed" : r.error);
-  out.predicted_ttft_s = r.predicted;
-  out.gateway_ttft_s = r.first_token_gw >= 0 ? r.first_token_gw - r.dispatched : -1;
-  out.matched_tokens = r.matched;
-  out.metrics_age_s = r.metrics_age;
-  out.precise = r.precise;
-  out.think_s = sessions_[r.session].turns[r.turn].think_time_s;
-  result_.requests.push_back(std::move(out));
-  last_finish_ = std::max(last_finish_, client_end);
-
-  const workload::Session& s = sessions_[r.session];
-  if (ok && r.replica >= 0 && o_.strategy != "oracle" && !r.gateway_text.empty()) {
-    // The gateway tells the router what the reply left in the endpoint's cache
-    // (Router::OnCompletionText): this turn's messages plus the reply as an assistant
-    // message, rendered as the next turn's request will be. RenderChatText is role +
-    // "\n" + content + "\n" per message, so that is the request's rendering + this.
-    r.gateway_text.append("assistant\n").append(r.reply).push_back('\n');
-    router_.OnCompletionText(replicas_[r.replica].spec.id,
-                             routing::ChainedBlockHashes(r.gateway_text, o_.block_chars), now_);
-  }
-  r.gateway_text = {};
-  replies_[r.session].push_back(std::move(r.reply));
-  r.features = {};
-  if (ok && r.turn + 1 < s.turns.size()) {
-    q_.Push(client_end + s.turns[r.turn + 1].think_time_s, EventKind::kClientSend, r.session,
-            r.turn + 1);
-    return;
-  }
-  ++sessions_done_;
-  session_tokens_[r.session] = {};
-  if (o_.concurrency > 0 && next_session_ < sessions_.size())
-    q_.Push(client_end, EventKind::kClientSend, next_session_++, 0);
 }
 
 }  // namespace internal
@@ -284,17 +223,32 @@ std::vector<ReplicaSpec> MakePool(const engine::HardwareProfile& profile, const 
 }
 
 Result<SimResult> Simulate(const std::vector<workload::Session>& sessions, const SimOptions& opts) {
+  return Simulate(workload::SessionSource::FromSessions(sessions), opts);
+}
+
+Result<SimResult> Simulate(const workload::SessionSource& sessions, const SimOptions& opts) {
   if (opts.replicas.empty()) return Status(ErrorCode::kInvalidArgument, "no replicas");
   if (opts.scrape_interval_s <= 0)
     return Status(ErrorCode::kInvalidArgument, "scrape interval must be > 0");
+  if (opts.routers == 0 || opts.routers > 1024)
+    return Status(ErrorCode::kInvalidArgument, "routers must be in [1, 1024]");
+  double weights = 0;
+  for (double w : opts.router_weights) {
+    if (!(w >= 0)) return Status(ErrorCode::kInvalidArgument, "router weights must be >= 0");
+    weights += w;
+  }
+  if (!opts.router_weights.empty() && !(weights > 0))
+    return Status(ErrorCode::kInvalidArgument, "router weights must not all be 0");
+  if (!(opts.network_latency_s >= 0) || !(opts.metrics_delay_s >= 0))
+    return Status(ErrorCode::kInvalidArgument, "latencies must be >= 0");
   if (opts.strategy != "oracle" && !routing::FindStrategy(opts.strategy))
     return Status(ErrorCode::kInvalidArgument, "unknown routing strategy: " + opts.strategy);
-  for (const auto& s : sessions) {
-    if (s.turns.empty())
-      return Status(ErrorCode::kInvalidArgument, "session " + s.id + " has no turns");
-    if (opts.concurrency == 0 && !s.arrival_s)
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    if (sessions.turns(i) == 0)
+      return Status(ErrorCode::kInvalidArgument, fmt::format("session {} has no turns", i));
+    if (opts.concurrency == 0 && !sessions.arrival_s(i))
       return Status(ErrorCode::kInvalidArgument,
-                    "session " + s.id + " has no arrival time: give a rate or a concurrency");
+                    fmt::format("session {} has no arrival time: give a rate or a concurrency", i));
   }
   internal::Runner runner(sessions, opts);
   return runner.Run();

@@ -190,6 +190,129 @@ TEST(SimulationTest, ClosedLoopKeepsConcurrencyAndMultiturnUsesReplies) {
   }
 }
 
+TEST(SimulationTest, RestartIsFoundOutFromFailedConnectionsAndScrapes) {
+  // Nothing announces the restart: requests sent to the dead replica fail to connect and
+  // are retried once on the other one; after 3 failed scrapes the router stops sending.
+  auto sessions = OnePrefix(40, 0.5);  // 20 s of requests, one every 0.5 s
+  auto o = Options("round-robin", 2);
+  o.restarts.push_back(RestartSpec{"l40s/0", 5.0, 10.0});  // down from 5 s to 15 s
+  auto r = Simulate(sessions, o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->requests.size(), 40u);
+  size_t retried_ok = 0, on_dead = 0;
+  for (const auto& q : r->requests) {
+    const double t = q.record.start_s;
+    if (q.retries > 0 && q.record.ok()) {
+      ++retried_ok;
+      EXPECT_EQ(q.record.endpoint, "l40s/1");
+      EXPECT_GT(t, 4.0);
+      EXPECT_LT(t, 15.0);
+    }
+    if (q.record.ok() && q.record.endpoint == "l40s/0" && t > 5.0 && t < 15.0) ++on_dead;
+  }
+  EXPECT_GE(retried_ok, 2u);  // sent before the third failed scrape
+  EXPECT_LE(retried_ok, 6u);  // ~3 s of failed scrapes at one request per second to
+                              // l40s/0, plus those in flight at the kill
+  EXPECT_EQ(on_dead, 0u);
+  // Back at 15 s: requests reach l40s/0 again, with an empty cache.
+  bool back = false;
+  for (const auto& q : r->requests)
+    if (q.record.start_s > 16.0 && q.record.endpoint == "l40s/0") back = true;
+  EXPECT_TRUE(back);
+}
+
+TEST(SimulationTest, LowerBoundHoldsForEveryStrategy) {
+  auto sessions = SharedPrefix(30, 0.3, 2);
+  for (std::string s : {"random", "prefix", "predicted-ttft", "oracle"}) {
+    auto r = Simulate(sessions, Options(s));
+    ASSERT_TRUE(r.ok());
+    for (const auto& q : r->requests) {
+      ASSERT_TRUE(q.record.ok());
+      ASSERT_GT(q.bound_ttft_s, 0);
+      EXPECT_GE(q.record.ttft_s, q.bound_ttft_s - 1e-9) << s << " " << q.record.id;
+      EXPECT_GE(q.record.e2e_s, q.bound_e2e_s - 1e-9) << s << " " << q.record.id;
+    }
+  }
+  // A request whose prefix nobody sent before is bounded by a cold prefill (~6.8 s).
+  auto first = Simulate(SharedPrefix(1, 0.3, 2), Options("random"));
+  ASSERT_TRUE(first.ok());
+  EXPECT_GT(first->requests[0].bound_ttft_s, 6.0);
+  EXPECT_LE(first->requests[0].bound_ttft_s, first->requests[0].record.ttft_s);
+}
+
+TEST(SimulationTest, AdmissionQueuesAtTheGatewayInArrivalOrder) {
+  auto sessions = OnePrefix(6, 0.001);  // a burst
+  auto o = Options("prefix", 1);
+  o.admission.max_awaiting_per_endpoint = 1;
+  o.admission.max_queue = 3;
+  auto r = Simulate(sessions, o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->requests.size(), 6u);
+  std::vector<std::pair<double, std::string>> served;
+  size_t rejected = 0;
+  for (const auto& q : r->requests) {
+    if (!q.record.ok()) {
+      EXPECT_TRUE(q.record.error.starts_with("429")) << q.record.error;
+      ++rejected;
+      continue;
+    }
+    served.emplace_back(q.record.start_s + q.gateway_wait_s, q.record.id);
+  }
+  // One dispatched, three waiting, two turned away.
+  EXPECT_EQ(rejected, 2u);
+  ASSERT_EQ(served.size(), 4u);
+  std::sort(served.begin(), served.end());
+  EXPECT_EQ(served[0].second, "s0/0");
+  EXPECT_EQ(served[1].second, "s1/0");
+  EXPECT_EQ(served[3].second, "s3/0");
+  // Each waits for the first token of the one before: queueing happens at the gateway.
+  for (const auto& q : r->requests) {
+    if (q.record.ok() && q.record.id != "s0/0") {
+      EXPECT_GT(q.gateway_wait_s, 0.1);
+    }
+  }
+}
+
+TEST(SimulationTest, GatewayReplicasSplitRequestsByWeight) {
+  auto sessions = SharedPrefix(40, 1.0, 4);
+  auto o = Options("predicted-ttft");
+  o.routers = 3;
+  o.router_weights = {1, 0, 3};
+  auto r = Simulate(sessions, o);
+  ASSERT_TRUE(r.ok());
+  std::vector<size_t> per(3, 0);
+  for (const auto& q : r->requests) {
+    EXPECT_TRUE(q.record.ok());
+    ++per[q.gateway];
+  }
+  EXPECT_EQ(per[1], 0u);
+  EXPECT_GT(per[2], per[0]);
+  EXPECT_GT(per[0], 0u);
+  auto again = Simulate(sessions, o);
+  ASSERT_TRUE(again.ok());
+  for (size_t i = 0; i < r->requests.size(); ++i)
+    EXPECT_EQ(r->requests[i].record.endpoint, again->requests[i].record.endpoint);
+}
+
+TEST(SimulationTest, PrefixRoutingWorksWithoutCachedTokenDetails) {
+  // vLLM's default usage has no prompt_tokens_details: the router must not read the
+  // missing cached_tokens as "nothing cached" and forget its prefix index.
+  auto sessions = SharedPrefix(60, 0.05, 1);
+  auto with = Options("predicted-ttft");
+  auto without = with;
+  without.usage_cached_tokens = false;
+  auto a = Simulate(sessions, with);
+  auto b = Simulate(sessions, without);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto ratio = [](const SimResult& r) {
+    return workload::Summarize(r.Records(), workload::RunInfo{}).cached_token_ratio;
+  };
+  // 60 requests over 24 prefixes: ~22 first sights are cold whatever the routing, so
+  // 0.62 is all there is to get; both get it.
+  EXPECT_GT(ratio(*b), 0.6);
+  EXPECT_NEAR(ratio(*b), ratio(*a), 0.02);
+}
+
 TEST(SimulationTest, RejectsBadOptions) {
   auto sessions = SharedPrefix(2, 0, 1);                             // closed-loop sessions
   EXPECT_FALSE(Simulate(sessions, Options("predicted-ttft")).ok());  // no concurrency
@@ -199,6 +322,14 @@ TEST(SimulationTest, RejectsBadOptions) {
   SimOptions empty;
   empty.concurrency = 1;
   EXPECT_FALSE(Simulate(sessions, empty).ok());
+  auto no_routers = Options("predicted-ttft");
+  no_routers.concurrency = 1;
+  no_routers.routers = 0;
+  EXPECT_FALSE(Simulate(sessions, no_routers).ok());
+  auto zero_weights = Options("predicted-ttft");
+  zero_weights.concurrency = 1;
+  zero_weights.router_weights = {0, 0};
+  EXPECT_FALSE(Simulate(sessions, zero_weights).ok());
 }
 
 }  // namespace
