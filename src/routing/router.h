@@ -29,10 +29,25 @@ namespace kinference::routing {
 
 using EndpointId = std::string;
 
+// An offline-profiled prefill cost for an endpoint's hardware and model, as Mooncake's
+// Conductor and llm-d's estimators are configured with (time for U uncached tokens after
+// C cached ones = s_per_token * U + s_per_pair * U * (C + U / 2)); all 0 when the
+// deployment states none. Only the peer strategies that their designs give one use it;
+// predicted-ttft learns its own (routing/ttft_predictor.h).
+struct PrefillProfile {
+  double s_per_token = 0;
+  double s_per_pair = 0;
+  bool known() const { return s_per_token > 0; }
+  double Seconds(double uncached, double cached) const {
+    return s_per_token * uncached + s_per_pair * uncached * (cached + uncached / 2);
+  }
+};
+
 struct EndpointInfo {
   EndpointId id;      // unique name, e.g. "pool-a/0"
   std::string model;  // served model name
   std::string pool;   // pool name
+  PrefillProfile prefill_profile = {};
 };
 
 // What the router knows about a request before routing it.

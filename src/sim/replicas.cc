@@ -12,6 +12,15 @@ bool SameHistogram(const engine::Histogram& a, const engine::Histogram& b) {
   return a.count == b.count && a.sum == b.sum && a.counts == b.counts;
 }
 
+// What offline profiling of this replica's prefill would measure (the peers whose designs
+// have one use it: EndpointInfo::prefill_profile): its cost model's per-token and
+// per-pair terms, the step overhead spread over a full chunk.
+routing::PrefillProfile OfflineProfile(const engine::HardwareProfile& p) {
+  const double chunk = std::max(1, p.max_num_batched_tokens);
+  return routing::PrefillProfile{p.prefill_s_per_token + p.step_overhead_s / chunk,
+                                 p.attn_s_per_token_ctx};
+}
+
 }  // namespace
 
 bool SameMetrics(const engine::EngineMetrics& a, const engine::EngineMetrics& b) {
@@ -44,8 +53,9 @@ void Runner::Join(size_t i) {
   rep.in_router = true;
   // Discovery (a config change, an EndpointSlice update) tells every gateway replica.
   for (size_t g = 0; g < gateways_.size(); ++g) {
-    gateways_[g].router->AddEndpoint(routing::EndpointInfo{rep.spec.id, model_, rep.spec.pool},
-                                     now_);
+    gateways_[g].router->AddEndpoint(
+        routing::EndpointInfo{rep.spec.id, model_, rep.spec.pool, OfflineProfile(rep.spec.profile)},
+        now_);
     if (o_.kv_events)  // subscribed from the start
       gateways_[g].router->SetKvEventsLive(rep.spec.id, true);
     gateways_[g].healthy[i] = true;

@@ -3,9 +3,11 @@
 //   estimate = (queued_prefill_tokens + uncached_tokens) / prefill_tokens_per_s
 // i.e. the prefill work in flight ahead of the request (the router's own requests
 // awaiting a first token plus scraped other traffic, endpoint_state.h) plus the request's
-// own uncached prefill given the router's prefix match, at a constant throughput
-// (TtftPredictor's prior, 4000 tokens/s, unless set): a stand-in for Mooncake's
-// offline-profiled prefill time and llm-d's peak prefill throughput.
+// own uncached prefill given the router's prefix match, at the endpoint's offline
+// profile when the deployment gives one (EndpointInfo::prefill_profile: Mooncake's
+// Conductor models prefill time from offline measurements of request and cached
+// length; the simulator passes each replica's cost model), else at a constant
+// throughput (TtftPredictor's prior, 4000 tokens/s, unless set).
 //
 // mooncake    : lowest estimate wins; ties by in-flight, then random.
 // llmd-sticky : the warmest endpoint (largest matched_tokens > 0; among equally warm, the
@@ -24,7 +26,13 @@ namespace {
 
 double Rate(double configured) { return configured > 0 ? configured : PriorPrefillTokensPerS(); }
 
+// With the endpoint's offline profile (EndpointInfo::prefill_profile), as the designs
+// describe: the queue at its per-token cost and the request's own prefill with its
+// attention over the cached context; else the fixed rate.
 double Estimate(const CandidateView& c, double rate) {
+  const PrefillProfile& p = c.info->prefill_profile;
+  if (p.known())
+    return c.queued_prefill_tokens * p.s_per_token + p.Seconds(c.uncached_tokens, c.matched_tokens);
   return (c.queued_prefill_tokens + c.uncached_tokens) / rate;
 }
 
