@@ -1,5 +1,6 @@
 #include "kv/block_hash.h"
 
+#include <openssl/evp.h>
 #include <openssl/sha.h>
 
 namespace kinference::kv {
@@ -80,8 +81,14 @@ std::string Close(std::string out) {
 }
 
 Digest Sha256(std::string_view bytes) {
+  // The digest's implementation is fetched once: OpenSSL 3's one-shot SHA256() fetches it
+  // on every call, which was a quarter of the cost of hashing a block (measured in the
+  // simulator: EVP_MD_fetch 7% of its time).
+  static EVP_MD* const kSha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
   Digest d;
-  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), d.data());
+  if (kSha256 == nullptr ||
+      EVP_Digest(bytes.data(), bytes.size(), d.data(), nullptr, kSha256, nullptr) != 1)
+    SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), d.data());
   return d;
 }
 

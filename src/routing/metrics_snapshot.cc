@@ -20,9 +20,10 @@ struct Sample {
 };
 
 bool IsNameStart(char c) {
-  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':';
+  // ASCII letters (Prometheus metric names are ASCII), without the locale-aware call.
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
 }
-bool IsNameChar(char c) { return IsNameStart(c) || std::isdigit(static_cast<unsigned char>(c)); }
+bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
 
 void SkipSpaces(std::string_view s, size_t& i) {
   while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;

@@ -31,8 +31,8 @@
 
 namespace kinference::sim {
 
-// Chained hashes of a token sequence in 16-token blocks (engine::ChainedBlockHash), with
-// the tokens after the last full block, so that output tokens can extend it.
+// Chained hashes (XXH3-64) of a token sequence in 16-token blocks, with the tokens after
+// the last full block, so that output tokens can extend it.
 struct TokenChain {
   std::vector<uint64_t> hashes;
   std::vector<TokenId> tail;  // < kBoundBlockTokens tokens

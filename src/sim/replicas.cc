@@ -8,10 +8,6 @@
 namespace kinference::sim::internal {
 namespace {
 
-bool SameHistogram(const engine::Histogram& a, const engine::Histogram& b) {
-  return a.count == b.count && a.sum == b.sum && a.counts == b.counts;
-}
-
 // What offline profiling of this replica's prefill would measure (the peers whose designs
 // have one use it: EndpointInfo::prefill_profile): its cost model's per-token and
 // per-pair terms, the step overhead spread over a full chunk.
@@ -23,23 +19,22 @@ routing::PrefillProfile OfflineProfile(const engine::HardwareProfile& p) {
 
 }  // namespace
 
-bool SameMetrics(const engine::EngineMetrics& a, const engine::EngineMetrics& b) {
-  return a.num_requests_running == b.num_requests_running &&
-         a.num_requests_waiting == b.num_requests_waiting &&
-         a.kv_cache_usage_perc == b.kv_cache_usage_perc &&
-         a.prefix_cache_queries_total == b.prefix_cache_queries_total &&
-         a.prefix_cache_hits_total == b.prefix_cache_hits_total &&
-         a.prompt_tokens_total == b.prompt_tokens_total &&
-         a.generation_tokens_total == b.generation_tokens_total &&
-         a.num_preemptions_total == b.num_preemptions_total &&
-         a.request_success_total == b.request_success_total &&
-         a.request_success_stop == b.request_success_stop &&
-         a.request_success_length == b.request_success_length &&
-         a.request_success_abort == b.request_success_abort &&
-         SameHistogram(a.time_to_first_token_seconds, b.time_to_first_token_seconds) &&
-         SameHistogram(a.inter_token_latency_seconds, b.inter_token_latency_seconds) &&
-         SameHistogram(a.e2e_request_latency_seconds, b.e2e_request_latency_seconds) &&
-         SameHistogram(a.request_queue_time_seconds, b.request_queue_time_seconds);
+routing::MetricsSnapshot SnapshotOf(const engine::EngineMetrics& m,
+                                    const engine::HardwareProfile& p) {
+  routing::MetricsSnapshot s;
+  s.num_requests_running = m.num_requests_running;
+  s.num_requests_waiting = m.num_requests_waiting;
+  s.kv_cache_usage_perc = m.kv_cache_usage_perc;
+  s.prefix_cache_queries_total = static_cast<double>(m.prefix_cache_queries_total);
+  s.prefix_cache_hits_total = static_cast<double>(m.prefix_cache_hits_total);
+  s.prompt_tokens_total = static_cast<double>(m.prompt_tokens_total);
+  s.generation_tokens_total = static_cast<double>(m.generation_tokens_total);
+  s.num_preemptions_total = static_cast<double>(m.num_preemptions_total);
+  s.ttft_seconds_sum = m.time_to_first_token_seconds.sum;
+  s.ttft_seconds_count = static_cast<double>(m.time_to_first_token_seconds.count);
+  s.block_size = p.block_size;
+  s.num_gpu_blocks = p.num_gpu_blocks;
+  return s;
 }
 
 double Runner::Uniform() {
@@ -108,7 +103,6 @@ void Runner::RestartEnd(size_t k) {
   // A fresh process: empty KV cache, counters from zero. The gateways learn it from
   // their next scrapes (healthy again; counters gone backwards clear the prefix index).
   it->engine = std::make_unique<engine::Engine>(it->spec.profile);
-  it->last_metrics.reset();
   it->up = true;
   it->kv_seq = 0;
   // engine-sim's new publisher opens with AllBlocksCleared (sequence 0); the feed is live
@@ -215,23 +209,13 @@ void Runner::Scrape(size_t i, size_t gi, double L) {
   if (!rep.in_router) return;  // left: the scraper stops
   Gateway& g = gateways_[gi];
   if (rep.up) {
-    // The router gets only what /metrics says: render, then parse, like the gateway.
-    const engine::EngineMetrics& m = rep.engine->metrics();
-    bool fresh = true;
-    if (!rep.last_metrics || !SameMetrics(*rep.last_metrics, m)) {
-      std::string text = engine::RenderPrometheus(m, rep.spec.profile, model_, "0");
-      auto snap = routing::ParsePrometheusText(text, model_);
-      fresh = snap.ok();
-      if (fresh) {
-        rep.last_metrics = m;
-        rep.last_snapshot = std::move(*snap);
-      }
-    }
-    if (fresh) {
-      uint64_t key = next_snapshot_++;
-      snapshots_.emplace(key, PendingSnapshot{i, gi, rep.epoch, rep.last_snapshot, now_});
-      q_.Push(now_ + L + o_.metrics_delay_s, EventKind::kDeliverMetrics, key);
-    }
+    // The router gets only what /metrics says (SnapshotOf: what parsing the rendered
+    // page gives, without the text).
+    uint64_t key = next_snapshot_++;
+    snapshots_.emplace(
+        key, PendingSnapshot{i, gi, rep.epoch, SnapshotOf(rep.engine->metrics(), rep.spec.profile),
+                             now_});
+    q_.Push(now_ + L + o_.metrics_delay_s, EventKind::kDeliverMetrics, key);
   } else if (++g.failed_scrapes[i] >= kUnhealthyAfterFailures && g.healthy[i]) {
     // Connection refused, as gateway/scraper.cc sees a dead pod.
     g.healthy[i] = false;

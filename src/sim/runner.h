@@ -37,10 +37,6 @@ struct Replica {
   bool in_router = false;
   double next_wake = kNever;
   std::unordered_set<size_t> on_engine;  // requests added and not finished
-  // The last scrape: an engine whose metrics did not change renders the same text, which
-  // parses to the same snapshot, so it is reused instead of rendered and parsed again.
-  std::optional<engine::EngineMetrics> last_metrics;
-  routing::MetricsSnapshot last_snapshot;
   uint64_t kv_seq = 0;  // next KV-event batch sequence number (0 again after a restart)
 };
 
@@ -103,8 +99,12 @@ struct PendingSnapshot {
   Seconds scraped_at;
 };
 
-// True when `a` and `b` render to the same Prometheus text (every rendered field equal).
-bool SameMetrics(const engine::EngineMetrics& a, const engine::EngineMetrics& b);
+// What routing::ParsePrometheusText(engine::RenderPrometheus(m, p, model, engine), model)
+// returns, without rendering and parsing the text (numbers are rendered shortest-round-
+// trip, so nothing is lost; tests/sim checks the two agree). Rendering and parsing every
+// scrape was most of the simulator's time with 50 ms scrapes (gie, llmd-sticky).
+routing::MetricsSnapshot SnapshotOf(const engine::EngineMetrics& m,
+                                    const engine::HardwareProfile& p);
 
 class Runner {
  public:

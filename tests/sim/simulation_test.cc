@@ -9,8 +9,12 @@
 #include <cmath>
 
 #include "common/tokenizer.h"
+#include "engine/engine.h"
+#include "engine/metrics.h"
 #include "engine/profile.h"
+#include "routing/metrics_snapshot.h"
 #include "sim/event_queue.h"
+#include "sim/runner.h"
 #include "workload/report.h"
 #include "workload/workload.h"
 
@@ -311,6 +315,52 @@ TEST(SimulationTest, PrefixRoutingWorksWithoutCachedTokenDetails) {
   // 0.62 is all there is to get; both get it.
   EXPECT_GT(ratio(*b), 0.6);
   EXPECT_NEAR(ratio(*b), ratio(*a), 0.02);
+}
+
+// The simulator hands routers SnapshotOf(metrics) instead of rendering /metrics and
+// parsing it: the two must agree on every field, at every point of an engine's life.
+TEST(SimulationTest, SnapshotOfMatchesParsingTheRenderedPage) {
+  engine::Engine e(L40s());
+  auto check = [&] {
+    const auto& m = e.metrics();
+    auto parsed = routing::ParsePrometheusText(
+        engine::RenderPrometheus(m, L40s(), L40s().model_name, "0"), L40s().model_name);
+    ASSERT_TRUE(parsed.ok());
+    routing::MetricsSnapshot direct = internal::SnapshotOf(m, L40s());
+    EXPECT_EQ(direct.num_requests_running, parsed->num_requests_running);
+    EXPECT_EQ(direct.num_requests_waiting, parsed->num_requests_waiting);
+    EXPECT_EQ(direct.kv_cache_usage_perc, parsed->kv_cache_usage_perc);
+    EXPECT_EQ(direct.prefix_cache_queries_total, parsed->prefix_cache_queries_total);
+    EXPECT_EQ(direct.prefix_cache_hits_total, parsed->prefix_cache_hits_total);
+    EXPECT_EQ(direct.prompt_tokens_total, parsed->prompt_tokens_total);
+    EXPECT_EQ(direct.generation_tokens_total, parsed->generation_tokens_total);
+    EXPECT_EQ(direct.num_preemptions_total, parsed->num_preemptions_total);
+    EXPECT_EQ(direct.ttft_seconds_sum, parsed->ttft_seconds_sum);
+    EXPECT_EQ(direct.ttft_seconds_count, parsed->ttft_seconds_count);
+    EXPECT_EQ(direct.block_size, parsed->block_size);
+    EXPECT_EQ(direct.num_gpu_blocks, parsed->num_gpu_blocks);
+  };
+  check();
+  Seconds now = 0;
+  for (int i = 0; i < 3; ++i) {
+    engine::EngineRequest r;
+    r.id = "r" + std::to_string(i);
+    r.prompt = Tokenize(SyntheticText(5, 3000) + SyntheticText(6 + i, 100));
+    r.max_tokens = 5;
+    r.ignore_eos = true;
+    r.arrival = now;
+    ASSERT_TRUE(e.AddRequest(std::move(r)).ok());
+  }
+  for (int step = 0; step < 40 && e.HasWork(); ++step) {
+    auto d = e.PlanStep(now);
+    if (!d) {
+      now = *e.NextReadyTime();
+      continue;
+    }
+    now += *d;
+    e.CompleteStep();
+    check();
+  }
 }
 
 TEST(SimulationTest, RejectsBadOptions) {
