@@ -247,7 +247,7 @@ Scenario KvEvents(const ScenarioParams& p) {
              "multiturn at 0.1 sessions/s; +restart: l40s/0 restarts (30 s down, empty cache) "
              "at 1/3 of the run; the Mooncake trace on 12 x h100-27b-fp8 at 1.5x",
              {}};
-  s.strategies = {"prefix", "predicted-ttft"};
+  s.strategies = {"prefix", "predicted-ttft", "dynamo"};  // dynamo: its native KV-event mode
   s.max_trials = kTraceSlices;
   for (bool restart : {false, true}) {
     for (bool precise : {false, true}) {

@@ -32,9 +32,15 @@ class DynamoStrategy final : public Strategy {
     for (size_t i = 0; i < c.size(); ++i) {
       double overlap = 0, active = 0, new_active = request_blocks;
       auto it = workers_.find(c[i].info->id);
+      if (c[i].precise) {
+        // With KV events (Dynamo's default mode), the overlap is what the engine holds:
+        // the router's precise index, in this request's blocks.
+        const double prompt = c[i].matched_tokens + c[i].uncached_tokens;
+        if (prompt > 0) overlap = request_blocks * c[i].matched_tokens / prompt;
+      }
       if (it != workers_.end()) {
         const Worker& w = it->second;
-        overlap = static_cast<double>(w.cached.Match(r.block_hashes, now));
+        if (!c[i].precise) overlap = static_cast<double>(w.cached.Match(r.block_hashes, now));
         active = static_cast<double>(w.active_refs.size()) + w.active_seqs;
         for (uint64_t h : r.block_hashes)
           if (w.active_refs.count(h)) new_active -= 1;

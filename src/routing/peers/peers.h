@@ -20,11 +20,15 @@
 //   dynamo       NVIDIA Dynamo KV router: cost = overlap_score_weight * prefill_blocks +
 //                decode_blocks, lowest wins (temperature 0). Source: Dynamo docs, "KV Cache
 //                Routing" and "Router Design" (kv-overlap-score-weight default 1,
-//                router-temperature default 0, approximate mode without KV events).
+//                router-temperature default 0). With the engines' KV events (the router's
+//                precise index live for an endpoint, CandidateView::precise), the overlap
+//                is what the engine holds, as Dynamo's default mode; without them, its
+//                approximate mode (what it sent there, forgotten after a TTL).
 //   mooncake     Mooncake Conductor's TTFT estimate: queued prefill time + prefill time of
-//                the request's uncached length, lowest wins. Source: Qin et al., "Mooncake:
-//                A KVCache-centric Disaggregated Architecture for LLM Serving", FAST 2025,
-//                Section 5 (KVCache-centric scheduling, Algorithm 1), without its KVCache
+//                the request's uncached length (from the endpoint's offline profile,
+//                EndpointInfo::prefill_profile, when given), lowest wins. Source: Qin et al.,
+//                "Mooncake: A KVCache-centric Disaggregated Architecture for LLM Serving", FAST
+//                2025, Section 5 (KVCache-centric scheduling, Algorithm 1), without its KVCache
 //                transfer step (vLLM replicas cannot pull each other's blocks).
 //   llmd-sticky  llm-d precise-prefix-cache-aware style stickiness: stay on the warmest
 //                endpoint unless its estimated TTFT exceeds the best other's by a penalty.
