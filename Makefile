@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build test test-sdk unit-test demo bench bench-sim bench-gateway bench-peers format clean k8s-tools
+.PHONY: all deps build test test-sdk unit-test demo bench bench-sim bench-gateway bench-peers format clean k8s-tools fuzz test-asan
 
 all: build
 
@@ -53,6 +53,16 @@ bench-peers: build
 # into ~/.cache/kinference (once per machine). Prints their folder.
 k8s-tools:
 	@bash scripts/k8s-tools.sh
+
+# libFuzzer targets (fuzz/) built with clang, ASan and UBSan in build-fuzz, each run for
+# FUZZ_SECONDS from its seed corpus (fuzz/corpus/NAME); any finding fails (scripts/fuzz.sh).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	JOBS=$(JOBS) bash scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
+# The whole CTest suite built with ASan and UBSan in build-asan (scripts/test_asan.sh).
+test-asan: deps
+	bash scripts/test_asan.sh build-asan $(JOBS)
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')

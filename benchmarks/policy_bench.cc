@@ -60,6 +60,49 @@ void BM_RunTaggers(benchmark::State& state) {
 }
 BENCHMARK(BM_RunTaggers)->Arg(4'000)->Arg(100'000);
 
+// Text that needs normalising: the same prose with a non-ASCII word (ICU NFKC and the
+// per-code-point mapping run), an HTML entity and a percent sign every ~60 characters.
+void BM_RunTaggersNonAscii(benchmark::State& state) {
+  std::string text;
+  std::string plain = Text(static_cast<size_t>(state.range(0)));
+  for (size_t i = 0; i < plain.size(); i += 60) {
+    text += plain.substr(i, 60);
+    text += (i / 60) % 3 == 0   ? "caf\xC3\xA9 \xD0\xB4\xD0\xB0 "
+            : (i / 60) % 3 == 1 ? "&amp; "
+                                : "50% ";
+  }
+  TaggerConfig config;
+  for (auto _ : state) {
+    TaggerInput in;
+    in.text = text;
+    benchmark::DoNotOptimize(RunTaggers(config, in));
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
+}
+BENCHMARK(BM_RunTaggersNonAscii)->Arg(4'000)->Arg(100'000);
+
+// The whole tagger input of a chat body: its scan (values included) and the pii tagger
+// with the split-value windows between neighbouring values (40 messages).
+void BM_ScanAndTagChat(benchmark::State& state) {
+  boost::json::array messages;
+  size_t per = static_cast<size_t>(state.range(0)) / 40;
+  for (int i = 0; i < 40; ++i) {
+    messages.push_back(
+        boost::json::object{{"role", i % 2 ? "assistant" : "user"}, {"content", Text(per)}});
+  }
+  boost::json::object body{{"model", "m"}, {"messages", messages}};
+  TaggerConfig config;
+  for (auto _ : state) {
+    RequestScan scan = ScanRequest(body);
+    TaggerInput in;
+    in.text = scan.text;
+    in.values = scan.values;
+    benchmark::DoNotOptimize(RunTaggers(config, in));
+  }
+  state.SetBytesProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_ScanAndTagChat)->Arg(4'000)->Arg(100'000);
+
 void BM_EvaluateExamples(benchmark::State& state) {
   auto set = LoadPolicySet(std::vector<std::string>{
       KINFERENCE_SOURCE_DIR "/examples/policies/simple-cheaper-model.yaml",

@@ -185,6 +185,19 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
         });
   }
 
+  void Pause() override {
+    if (done_ || paused_) return;
+    paused_ = true;
+  }
+
+  void Resume() override {
+    if (done_ || !paused_) return;
+    paused_ = false;
+    if (!parked_) return;
+    parked_ = false;
+    asio::post(ex_, [self = shared_from_this()] { self->ReadBody(); });
+  }
+
   void Cancel() override {
     if (done_) return;
     cancelled_ = true;
@@ -304,6 +317,11 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
   void ReadBody() {
     if (done_ || cancelled_) return;
     if (parser_->is_done()) return Complete(Status::Ok());
+    if (paused_) {  // Resume reads on
+      parked_ = true;
+      ArmTimer(0);
+      return;
+    }
     ArmTimer(request_.idle_timeout_s);
     auto& body = parser_->get().body();
     body.data = chunk_;
@@ -449,6 +467,8 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
   bool peer_closed_ = false;  // the server closed after the response
   bool done_ = false;
   bool cancelled_ = false;
+  bool paused_ = false;  // Pause: ReadBody parks instead of reading
+  bool parked_ = false;  // a body read is waiting for Resume
   bool timed_out_ = false;
 };
 

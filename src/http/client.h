@@ -102,6 +102,13 @@ class Call {
  public:
   virtual ~Call() = default;
   virtual void Cancel() = 0;
+  // Backpressure (added): Pause stops reading the response body after the piece being
+  // delivered (on_data is not called again until Resume); the socket's receive buffer then
+  // fills and TCP flow control stops the server's sending. The idle timeout does not run
+  // while paused; the whole-call deadline does. Resume reads on. Both are no-ops once the
+  // call completed.
+  virtual void Pause() = 0;
+  virtual void Resume() = 0;
 };
 
 std::shared_ptr<Call> StartCall(boost::asio::any_io_executor ex, ClientRequest request,

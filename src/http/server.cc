@@ -8,6 +8,10 @@ namespace kinference::http {
 using namespace detail;  // NOLINT: this file implements the detail classes' owner
 
 void ServerCore::Accept() {
+  if (options_.max_connections > 0 && open_sessions_ >= options_.max_connections) {
+    accept_paused_ = true;  // SessionClosed resumes
+    return;
+  }
   acceptor_.async_accept(
       asio::make_strand(io_), [self = shared_from_this()](beast::error_code ec, tcp::socket s) {
         if (self->stopped_ || self->draining_) return;
@@ -19,6 +23,7 @@ void ServerCore::Accept() {
           });
           return;
         }
+        ++self->open_sessions_;
         auto session = std::make_shared<Session>(std::move(s), self);
         std::erase_if(self->sessions_, [](const auto& w) { return w.expired(); });
         self->sessions_.push_back(session);
@@ -85,6 +90,8 @@ void Server::StopAccepting() {
   impl_->acceptor_.close(ec);
   impl_->retry_timer_.cancel();
 }
+
+size_t Server::OpenConnections() const { return impl_->open_sessions_; }
 
 size_t Server::ActiveRequests() const {
   size_t n = 0;

@@ -62,6 +62,17 @@ class ResponseWriter {
   // Called once when the client disconnects before the response ended.
   virtual void OnClose(std::function<void()> callback) = 0;
   virtual boost::asio::any_io_executor executor() const = 0;
+  // Backpressure (added): bytes queued for this client and not yet taken by its socket
+  // (the response head and chunk framing included). A client that stops reading makes it
+  // grow; the socket's kernel buffers are not counted.
+  virtual size_t pending_bytes() const = 0;
+  // Calls `callback` once, on the writer's executor, when pending_bytes() is at most
+  // `at_most` (posted at once if it already is); never if the client goes away first. A
+  // later call replaces a callback not yet called.
+  virtual void OnWritable(size_t at_most, std::function<void()> callback) = 0;
+  // Closes the client's connection now, response unfinished (a stalled client): queued
+  // bytes are dropped and the OnClose callback is not called. No-op once closed.
+  virtual void Abort() = 0;
 };
 
 using Handler = std::function<void(Request, std::shared_ptr<ResponseWriter>)>;
@@ -82,6 +93,16 @@ struct ServerOptions {
   // test providers). Start fails with kInvalidArgument when they cannot be loaded.
   std::string tls_cert_file;
   std::string tls_key_file;
+  // Open connections at most (added; 0: no limit). At the limit the server stops
+  // accepting until one closes: new connections wait in the kernel's listen backlog, so a
+  // flood of clients costs no memory beyond the sockets the kernel holds.
+  size_t max_connections = 0;
+  // Body of the errors the server answers itself (413 over max_body_bytes, 400 malformed
+  // HTTP, 404 without a route or fallback, 503 while draining, 500 when a handler dropped
+  // its writer) for a request to `path` (its target without the query; empty when not
+  // even the request line could be read), so that each API's paths get its own error
+  // shape (added). Unset: api::OpenAiErrorBody. Always served as application/json.
+  std::function<std::string(std::string_view path, const Status& status)> error_body;
 };
 
 class Server {
@@ -102,6 +123,8 @@ class Server {
   void StopAccepting();
   // Requests dispatched whose response has not finished and whose client is still there.
   size_t ActiveRequests() const;
+  // Connections open now (accepted, not yet closed).
+  size_t OpenConnections() const;
   void Stop();
 
  private:

@@ -21,6 +21,7 @@
 // Thread-safety: a Session and its Writer run on the connection's strand.
 #pragma once
 
+#include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
@@ -58,9 +59,14 @@ class Writer final : public ResponseWriter {
   bool closed() const override { return closed_; }
   void OnClose(std::function<void()> callback) override;
   asio::any_io_executor executor() const override;
+  size_t pending_bytes() const override;
+  void OnWritable(size_t at_most, std::function<void()> callback) override;
+  void Abort() override;
 
   // Session side: the client went away (or a write failed).
   void ClientGone();
+  // Session side: the socket took bytes; pending_bytes() is now `pending`.
+  void Wrote(size_t pending);
 
  private:
   std::shared_ptr<Session> session_;
@@ -71,6 +77,8 @@ class Writer final : public ResponseWriter {
   bool closed_ = false;
   bool close_fired_ = false;
   std::function<void()> on_close_;
+  size_t writable_at_ = 0;
+  std::function<void()> on_writable_;
 };
 
 // State shared by the acceptor and its sessions (Server::Impl is this, under the name
@@ -81,6 +89,14 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
       : io_(io), options_(std::move(options)), acceptor_(io), retry_timer_(io) {}
 
   void Accept();
+  // A session closed: accepting resumes if max_connections had paused it.
+  void SessionClosed() {
+    if (open_sessions_ > 0) --open_sessions_;
+    if (accept_paused_ && !stopped_ && !draining_) {
+      accept_paused_ = false;
+      Accept();
+    }
+  }
   const Handler* FindHandler(const std::string& method, const std::string& path) const {
     auto it = routes_.find({method, path});
     if (it != routes_.end()) return &it->second;
@@ -100,7 +116,9 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::shared_ptr<asio::ssl::context> tls_;  // set: serve HTTPS
   std::vector<std::weak_ptr<Session>> sessions_;
   bool stopped_ = false;
-  bool draining_ = false;  // StopAccepting: no new connections, 503 to new requests
+  bool draining_ = false;       // StopAccepting: no new connections, 503 to new requests
+  size_t open_sessions_ = 0;    // accepted and not yet closed
+  bool accept_paused_ = false;  // at max_connections: Accept resumes on SessionClosed
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -111,6 +129,9 @@ class Session : public std::enable_shared_from_this<Session> {
         drain_timer_(socket_.get_executor()),
         idle_timer_(socket_.get_executor()) {
     if (server_->tls_) tls_.emplace(socket_, *server_->tls_);
+  }
+  ~Session() {
+    if (!closed_ && server_->open_sessions_ > 0) --server_->open_sessions_;
   }
 
   void Start() {
@@ -146,11 +167,14 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       if (bytes.empty() && !last) return;
     }
+    pending_ += bytes.size();
     out_.push_back(std::move(bytes));
     if (last) response_done_ = true;
     if (!writing_) DoWrite();
   }
   bool closed() const { return closed_; }
+  // Bytes queued or being written (ResponseWriter::pending_bytes).
+  size_t pending() const { return pending_; }
   // A request was dispatched and its response has not finished (nor the client gone).
   bool in_request() const { return in_request_; }
   asio::any_io_executor executor() { return socket_.get_executor(); }
@@ -249,9 +273,37 @@ class Session : public std::enable_shared_from_this<Session> {
         Status(ErrorCode::kInvalidArgument, "Malformed HTTP request: " + ec.message()));
   }
 
-  void SendErrorAndClose(const Status& status) {
+  // The path of the request being read or served, as far as it is known: from the parsed
+  // request line, else from the request line at the front of the buffer; empty when
+  // unknown.
+  std::string CurrentPath() const {
+    std::string_view target;
+    if (parser_ && !parser_->get().target().empty()) {  // set once the start line parsed
+      target = std::string_view(parser_->get().target().data(), parser_->get().target().size());
+    } else {
+      const auto pending = buffer_.data();
+      std::string_view line(static_cast<const char*>(pending.data()), pending.size());
+      line = line.substr(0, line.find('\n'));
+      size_t sp = line.find(' ');
+      if (sp == std::string_view::npos) return {};
+      target = line.substr(sp + 1);
+      target = target.substr(0, target.find(' '));
+    }
+    return std::string(target.substr(0, target.find('?')));
+  }
+
+ public:
+  // The body of an error the server answers itself (ServerOptions::error_body).
+  std::string ErrorBody(std::string_view path, const Status& status) const {
+    if (server_->options_.error_body) return server_->options_.error_body(path, status);
+    return api::OpenAiErrorBody(status);
+  }
+  const std::string& served_path() const { return served_path_; }
+
+ private:
+  void SendErrorAndClose(const Status& status, std::optional<std::string> path = std::nullopt) {
     keep_alive_ = false;
-    std::string body = api::OpenAiErrorBody(status);
+    std::string body = ErrorBody(path ? *path : CurrentPath(), status);
     Queue(FormatHead(HttpStatusFor(status.code()), "application/json", {}, false,
                      BodyFraming::kContentLength, body.size()) +
               body,
@@ -259,12 +311,13 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Dispatch() {
+    std::string path = CurrentPath();
     auto msg = parser_->release();
     parser_.reset();
     if (server_->draining_) {
       // Draining (Server::StopAccepting): refuse new requests on kept-alive connections.
       return SendErrorAndClose(
-          Status(ErrorCode::kUnavailable, "The server is shutting down; retry the request."));
+          Status(ErrorCode::kUnavailable, "The server is shutting down; retry the request."), path);
     }
     in_request_ = true;
     Request request;
@@ -275,6 +328,7 @@ class Session : public std::enable_shared_from_this<Session> {
       request.headers.Add(std::string(f.name_string()), std::string(f.value()));
     }
     request.body = std::move(msg.body());
+    served_path_ = request.path;
     keep_alive_ = msg.keep_alive() && msg.version() >= 11;
     response_done_ = false;
     auto writer = std::make_shared<Writer>(shared_from_this(), keep_alive_, msg.version() >= 11);
@@ -283,7 +337,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const Handler* handler = server_->FindHandler(request.method, request.path);
     if (handler == nullptr) {
       Status nf(ErrorCode::kNotFound, "Not found: " + request.method + " " + request.path);
-      SendOpenAiError(*writer, nf);
+      writer->Send(HttpStatusFor(nf.code()), "application/json", ErrorBody(request.path, nf), {});
       return;
     }
     (*handler)(std::move(request), std::move(writer));
@@ -330,6 +384,9 @@ class Session : public std::enable_shared_from_this<Session> {
     writing_ = false;
     if (closed_) return;
     if (ec) return ClientGone();
+    pending_ -= std::min(pending_, current_.size());
+    if (auto w = writer_.lock()) w->Wrote(pending_);  // may queue (and start writing) more
+    if (closed_ || writing_) return;
     if (!out_.empty()) return DoWrite();
     if (response_done_) FinishResponse();
   }
@@ -377,8 +434,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void ClientGone() {
     if (closed_) return;
     closed_ = true;
+    asio::post(server_->io_, [server = server_] { server->SessionClosed(); });
     in_request_ = false;
     out_.clear();
+    pending_ = 0;
     beast::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
@@ -397,8 +456,10 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::weak_ptr<Writer> writer_;
+  std::string served_path_;  // path of the request dispatched last
   std::deque<std::string> out_;
   std::string current_;
+  size_t pending_ = 0;  // bytes in out_ and current_
   bool writing_ = false;
   bool watching_ = false;
   bool next_after_watch_ = false;

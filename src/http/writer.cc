@@ -10,7 +10,7 @@ Writer::~Writer() {
   if (!started_ && !session_->closed()) {
     started_ = true;
     Status st(ErrorCode::kInternal, "The handler produced no response.");
-    std::string body = api::OpenAiErrorBody(st);
+    std::string body = session_->ErrorBody(session_->served_path(), st);
     session_->Queue(FormatHead(500, "application/json", {}, keep_alive_,
                                BodyFraming::kContentLength, body.size()) +
                         body,
@@ -56,8 +56,38 @@ void Writer::OnClose(std::function<void()> callback) {
 
 asio::any_io_executor Writer::executor() const { return session_->executor(); }
 
+size_t Writer::pending_bytes() const { return closed_ ? 0 : session_->pending(); }
+
+void Writer::OnWritable(size_t at_most, std::function<void()> callback) {
+  if (closed_) return;
+  if (session_->pending() <= at_most) {
+    on_writable_ = nullptr;
+    asio::post(session_->executor(), std::move(callback));
+    return;
+  }
+  writable_at_ = at_most;
+  on_writable_ = std::move(callback);
+}
+
+void Writer::Wrote(size_t pending) {
+  if (!on_writable_ || pending > writable_at_) return;
+  auto cb = std::move(on_writable_);
+  on_writable_ = nullptr;
+  cb();
+}
+
+void Writer::Abort() {
+  if (closed_) return;
+  closed_ = true;
+  close_fired_ = true;  // the caller ended the response itself: no OnClose callback
+  on_close_ = nullptr;
+  on_writable_ = nullptr;
+  session_->Close();
+}
+
 void Writer::ClientGone() {
   closed_ = true;
+  on_writable_ = nullptr;
   if (close_fired_) return;
   close_fired_ = true;
   if (on_close_) {

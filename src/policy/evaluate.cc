@@ -113,16 +113,18 @@ bool Matches(const Policy& p, const RequestInfo& req) {
   const auto& m = p.match;
   if (!m.tenants.empty() && !Has(m.tenants, req.tenant)) return false;
   if (!m.models.empty() && !Has(m.models, req.model)) return false;
-  if (!m.tags.any_of.empty() &&
-      std::none_of(m.tags.any_of.begin(), m.tags.any_of.end(),
-                   [&](const std::string& t) { return Has(req.tags, t); })) {
+  // Content the taggers could not read may carry any tag (onUnscannableContent).
+  bool assume_tagged = !req.unscannable.empty() && !m.tags.empty() &&
+                       p.on_unscannable_content == OnUnscannableContent::kTreatAsTagged;
+  auto tagged = [&](const std::string& t) { return assume_tagged || Has(req.tags, t); };
+  if (!m.tags.any_of.empty() && std::none_of(m.tags.any_of.begin(), m.tags.any_of.end(), tagged)) {
     return false;
   }
   for (const auto& t : m.tags.all_of) {
-    if (!Has(req.tags, t)) return false;
+    if (!tagged(t)) return false;
   }
   for (const auto& t : m.tags.none_of) {
-    if (Has(req.tags, t)) return false;
+    if (tagged(t)) return false;
   }
   const auto& f = m.features;
   if (f.min_prompt_tokens && req.prompt_tokens < *f.min_prompt_tokens) return false;
@@ -164,6 +166,9 @@ Result<Evaluation> Evaluate(const PolicySet& set, const RequestInfo& req,
     if (Matches(p, req)) {
       matched.push_back(&p);
       ev.matched.push_back(p.name);
+      if (p.mode == Mode::kEnforce && p.request_priority && !ev.request_priority) {
+        ev.request_priority = p.request_priority;
+      }
     }
   }
 

@@ -21,6 +21,8 @@
 //  - A matching policy with tag conditions and onTaggerFailure: reject rejects the request
 //    (kUnavailable, naming the policy and tagger) when a tagger failed; with ignore the
 //    policy is judged on the tags that were produced.
+//  - A policy with tag conditions and onUnscannableContent: treatAsTagged, given a request
+//    with unscannable content, treats the request as carrying every tag its match names.
 //  - No policy matching means no constraints: every candidate of the requested model stays.
 //
 // Thread-safety: pure function over immutable inputs; safe from any thread.
@@ -41,7 +43,10 @@ struct RequestInfo {
   std::string model;                        // requested model (OpenAI `model`)
   std::vector<std::string> tags;            // from the taggers (policy/taggers.h)
   std::vector<std::string> failed_taggers;  // taggers that failed or timed out
-  int64_t prompt_tokens = 0;                // estimated prompt tokens
+  // Kinds of content no tagger could read ("audio", "file", "image"; policy/request_text.h);
+  // policies with onUnscannableContent: treatAsTagged judge their tag conditions as held.
+  std::vector<std::string> unscannable;
+  int64_t prompt_tokens = 0;  // estimated prompt tokens
   bool tools_present = false;
   bool stream = false;
 };
@@ -82,6 +87,8 @@ struct Evaluation {
   std::vector<Alternative> alternatives;  // from enforce policies, first listing wins
   std::string chosen_model;               // requested model or a winning alternative
   std::vector<DryRunEffect> dry_run;
+  // requestPriority of the first matching enforce policy (evaluation order) that sets it.
+  std::optional<int64_t> request_priority;
   // The remaining candidates of chosen_model (what the router should pick among).
   std::vector<Candidate> ForChosenModel() const;
 };

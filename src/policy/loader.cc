@@ -1,5 +1,6 @@
 // Strict YAML loader for InferencePolicy resources (see policy/policy.h).
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -288,7 +289,7 @@ class Parser {
       std::string sp = Join(path, "spec");
       if (CheckMap(spec, sp,
                    {"priority", "mode", "match", "constraints", "alternatives", "onNoCandidate",
-                    "onTaggerFailure"})) {
+                    "onTaggerFailure", "onUnscannableContent", "requestPriority"})) {
         if (spec["priority"]) {
           if (auto v = Int(spec["priority"], Join(sp, "priority"))) p.priority = *v;
         }
@@ -323,6 +324,26 @@ class Parser {
             Error(Join(sp, "onTaggerFailure"),
                   fmt::format("unknown value '{}' (expected reject|ignore)", *v));
         }
+        if (spec["requestPriority"]) {
+          std::string f = Join(sp, "requestPriority");
+          if (auto v = Int(spec["requestPriority"], f)) {
+            if (*v < -kMaxRequestPriority || *v > kMaxRequestPriority)
+              Error(f, fmt::format("{} out of range (-{}..{})", *v, kMaxRequestPriority,
+                                   kMaxRequestPriority));
+            else
+              p.request_priority = *v;
+          }
+        }
+        if (spec["onUnscannableContent"]) {
+          std::string f = Join(sp, "onUnscannableContent");
+          auto v = String(spec["onUnscannableContent"], f);
+          if (v && *v == "ignore")
+            p.on_unscannable_content = OnUnscannableContent::kIgnore;
+          else if (v && *v == "treatAsTagged")
+            p.on_unscannable_content = OnUnscannableContent::kTreatAsTagged;
+          else if (v)
+            Error(f, fmt::format("unknown value '{}' (expected ignore|treatAsTagged)", *v));
+        }
       }
     }
     if (errors_.size() != before) return std::nullopt;
@@ -333,6 +354,40 @@ class Parser {
   std::string_view source_;
   std::vector<std::string> errors_;
 };
+
+// yaml-cpp 0.7 (Debian 12) loops forever in LoadAll, allocating an empty document per turn,
+// on a document that starts with a flow entry (`,` as the first token: found by fuzzing,
+// fuzz/policy_yaml_fuzz.cc): the parser returns "another document" without consuming
+// anything. This pass walks the documents with a handler that builds nothing and reports
+// the place where two documents start at the same position, before LoadAll runs.
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { last = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+  YAML::Mark last = YAML::Mark::null_mark();
+};
+
+std::optional<YAML::Mark> RunawayDocument(std::string_view yaml_text) {
+  std::istringstream in{std::string(yaml_text)};
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  int previous = -1;
+  while (parser.HandleNextDocument(starts)) {
+    if (starts.last.pos == previous) return starts.last;
+    previous = starts.last.pos;
+  }
+  return std::nullopt;
+}
 
 Status Joined(const std::vector<std::string>& errors) {
   std::string msg;
@@ -357,6 +412,12 @@ Result<std::vector<Policy>> ParsePolicies(std::string_view yaml_text, std::strin
   std::vector<Policy> out;
   std::vector<YAML::Node> docs;
   try {
+    if (auto mark = RunawayDocument(yaml_text)) {
+      return Status(ErrorCode::kInvalidArgument,
+                    fmt::format("{}: line {}, column {}: malformed YAML (no document can start "
+                                "here)",
+                                source, mark->line + 1, mark->column + 1));
+    }
     docs = YAML::LoadAll(std::string(yaml_text));
   } catch (const YAML::Exception& e) {
     return Status(ErrorCode::kInvalidArgument,

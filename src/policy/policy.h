@@ -4,7 +4,8 @@
 //   apiVersion: kinference.io/v1alpha1
 //   kind: InferencePolicy
 //   metadata: {name: pii-local-only}
-//   spec: {priority, mode, match, constraints, alternatives, onNoCandidate, onTaggerFailure}
+//   spec: {priority, mode, match, constraints, alternatives, onNoCandidate, onTaggerFailure,
+//          onUnscannableContent, requestPriority}
 // (full schema and semantics in docs/policy.md). YAML files may hold several documents.
 //
 // Loading is strict: unknown fields, wrong types and unknown enum values are errors. Each
@@ -38,6 +39,11 @@ enum class Mode { kEnforce, kDryRun };
 enum class EndpointClass { kLocal, kProvider };
 enum class OnNoCandidate { kReject };
 enum class OnTaggerFailure { kReject, kIgnore };
+// What a policy with tag conditions assumes about content the taggers cannot read (images,
+// audio, files; policy/request_text.h): ignore: nothing (judged on the text's tags);
+// treatAsTagged: the request carries every tag the policy's match names (anyOf and allOf
+// hold, noneOf fails), for fail-closed deployments.
+enum class OnUnscannableContent { kIgnore, kTreatAsTagged };
 
 const char* ToString(Mode m);
 const char* ToString(EndpointClass c);
@@ -112,7 +118,13 @@ struct Policy {
   std::vector<Alternative> alternatives;
   OnNoCandidate on_no_candidate = OnNoCandidate::kReject;
   OnTaggerFailure on_tagger_failure = OnTaggerFailure::kReject;
+  OnUnscannableContent on_unscannable_content = OnUnscannableContent::kIgnore;
+  // Admission priority of the requests it matches (admission/admission.h: higher waits
+  // less and is shed last), -1000..1000; unset: the tenant's (default 0).
+  std::optional<int64_t> request_priority;
 };
+
+inline constexpr int64_t kMaxRequestPriority = 1000;
 
 struct PolicySet {
   uint64_t generation = 0;       // increases with every successful (re)load

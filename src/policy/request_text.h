@@ -12,6 +12,15 @@
 // "data":...}) is emitted decoded; booleans and null are skipped. Items are separated by
 // "\n" so that a pattern never spans two of them.
 //
+// ScanRequest also returns, for the pii tagger's split-value check (policy/pii.h), the
+// spans of the values a person writes (string values and numbers, in document order; not
+// keys, and not the values of the schema's structural fields `role`, `type`, `media_type`,
+// `detail`, `format`, `id`, `tool_call_id`, `tool_use_id`), so that one message's content
+// and the next one's are neighbours; and the kinds of content no tagger can read (images,
+// audio, files): OpenAI content parts `image_url`, `input_image`, `input_audio`, `file`,
+// `input_file`; Anthropic `image`, `container_upload`, and `document` blocks whose source
+// is not text (base64 other than text/*, `url`, `file`).
+//
 // Header values that go upstream with the body (on /v1/messages: anthropic-version and
 // anthropic-beta, which the gateway passes to Anthropic providers) are appended to the
 // scan text with AppendScanText, one item each, after the body's items.
@@ -23,8 +32,23 @@
 #include <boost/json/value.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "policy/pii.h"
 
 namespace kinference::policy {
+
+struct RequestScan {
+  std::string text;                      // what RequestScanText returns
+  std::vector<TextSpan> values;          // spans of `text` (see above), document order
+  std::vector<std::string> unscannable;  // "audio", "file", "image": sorted, no duplicates
+};
+
+// The scan of `body` (see above). A raw body that does not parse is one value, scanned as
+// it is.
+RequestScan ScanRequest(const boost::json::value& body);
+RequestScan ScanRequest(const boost::json::object& body);  // no copy of the body
+RequestScan ScanRequest(std::string_view raw_json);
 
 // Every key, string and integral number of `body` (see above), "\n"-separated.
 std::string RequestScanText(const boost::json::value& body);

@@ -1,11 +1,11 @@
 // Taggers: label a request before routing so that policies can match on tags.
 //
 // Built-ins, pure and synchronous (no I/O; run on the request text in the gateway):
-//  - pii: e-mail addresses, phone numbers, payment card numbers (13-19 digits passing the
-//    Luhn check, ISO/IEC 7812-1), US social security numbers (AAA-GG-SSSS with the SSA's
-//    never-issued ranges excluded: area 000, 666, 900-999; group 00; serial 0000), IBANs
-//    (ISO 13616 mod-97 check), IPv4 and IPv6 addresses. Emits "pii" plus one sub-tag per
-//    kind found: pii:email, pii:phone, pii:payment_card, pii:ssn, pii:iban, pii:ip.
+//  - pii: e-mail addresses, phone numbers, payment card numbers, US social security
+//    numbers, IBANs, IP addresses, on the normalised text (encodings, Unicode forms and
+//    invisible characters undone, policy/scan_normalize.h) and across neighbouring values
+//    (policy/pii.h has the rules). Emits "pii" plus one sub-tag per kind found: pii:email,
+//    pii:phone, pii:payment_card, pii:ssn, pii:iban, pii:ip.
 //  - simple: the estimated prompt is at most `simple_max_prompt_tokens` and no tools are
 //    present. Emits "simple".
 //  - header: tags from a trusted upstream's `x-kinference-tags: a,b` header, used only when
@@ -23,25 +23,18 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "policy/pii.h"
 
 namespace kinference::policy {
 
 inline constexpr std::string_view kTagsHeader = "x-kinference-tags";
-
-// Kinds of PII found in `text`, as tags ("pii", "pii:email", ...), sorted, no duplicates;
-// empty when none.
-std::vector<std::string> PiiTags(std::string_view text);
-
-// Individual detectors (exposed for tests).
-bool LuhnValid(std::string_view digits);   // digits only
-bool IbanValid(std::string_view compact);  // upper-case letters and digits, no spaces
-bool IsSsn(std::string_view text);         // exactly "AAA-GG-SSSS"
 
 // Tags in a header value "a, b,c": trimmed, lower-cased, empty items dropped. Tags may use
 // [a-z0-9:._-]; items with other characters are dropped.
@@ -60,7 +53,9 @@ struct TaggerConfig {
 };
 
 struct TaggerInput {
-  std::string_view text;       // the request's rendered prompt text
+  std::string_view text;  // the request's scan text (policy/request_text.h)
+  // Spans of `text` whose neighbours the pii tagger also joins (PiiTags); empty: none.
+  std::span<const TextSpan> values;
   int64_t prompt_tokens = -1;  // -1: estimate from text
   bool tools_present = false;
   std::string_view tag_header;  // value of x-kinference-tags, empty if absent

@@ -34,6 +34,7 @@ LAYERS = {
     "engine": (CORE, ["common", "kv"]),  # the vLLM-like engine model (pure)
     "routing": (CORE, ["common", "kv"]),  # router, predictor, strategies (pure; never engine)
     "policy": (CORE, ["common"]),  # InferencePolicy model, evaluation, taggers (pure)
+    "admission": (CORE, ["common"]),  # in-flight limits, bounded wait queues (pure)
     "workload": (CORE, ["common"]),  # workloads and run results for bench and simulate
     "http": (CORE, ["common", "api"]),  # HTTP/1.1 server and client (transport)
     "accounting": (CORE, ["common"]),  # prices, usage records, budgets, limits (pure)

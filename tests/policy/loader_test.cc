@@ -181,5 +181,17 @@ TEST(PolicyLoader, MissingFileIsNotFound) {
   EXPECT_EQ(r.status().code(), ErrorCode::kNotFound);
 }
 
+// Found by fuzzing (fuzz/policy_yaml_fuzz.cc): yaml-cpp 0.7's LoadAll loops forever, growing
+// memory, on a document whose first token is a flow entry. The loader refuses it at once.
+TEST(PolicyLoader, DocumentStartingWithAFlowEntryIsAnErrorNotAHang) {
+  for (const char* text : {",", " ,\n", "# comment\n ,", "a: 1\n---\n,\n"}) {
+    auto r = ParsePolicies(text, "bad.yaml");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("bad.yaml: line "), std::string::npos)
+        << r.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace kinference::policy

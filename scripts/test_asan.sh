@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# `make test-asan`: the whole CTest suite (unit and loopback integration tests, the
+# kinference processes they start included) built with AddressSanitizer and
+# UndefinedBehaviorSanitizer (gcc, KINFERENCE_SANITIZE=ON) in its own build directory.
+# Any sanitizer report makes the process that hit it fail, and with it its test.
+# Usage: scripts/test_asan.sh [BUILD_DIR] [JOBS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build-asan}
+JOBS=${2:-$(nproc)}
+if [[ ! -f "$BUILD/build.ninja" ]]; then
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKINFERENCE_SANITIZE=ON
+fi
+cmake --build "$BUILD" -j "$JOBS"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+cd "$BUILD"
+ctest --output-on-failure -j "$JOBS" --timeout 900

@@ -1,0 +1,162 @@
+// Admission control: how many requests each endpoint may have in flight, and a bounded,
+// ordered wait queue per pool for the requests that find every candidate endpoint full.
+// Pure (no I/O, no clock, no threads): every call takes the current time, so the gateway
+// (real clock) and the simulator (virtual clock) share it.
+//
+// Model (docs/admission.md has the whole text):
+//  - Each endpoint has a limit on in-flight requests: configured (max_in_flight > 0), or
+//    derived from what it reports (max_in_flight = kDerive): the engine's concurrency C is
+//    learned from a scrape that shows it saturated (vllm:num_requests_waiting > 0: then
+//    C = vllm:num_requests_running; a later scrape running more than C without waiting
+//    raises it), and the limit is C + max(kMinHeadroom, C / kHeadroomDivisor), so each
+//    engine keeps a short queue of its own and never idles between requests. Before any
+//    saturation is seen a derived endpoint has no limit. kUnlimited: never limited
+//    (external providers).
+//  - A request is admitted at once when one of its candidate endpoints has room
+//    (in flight < limit); the router then picks among those with room (WithRoom).
+//    Otherwise it waits in the queue of its pool (the first candidate's pool), which holds
+//    at most max_queue requests. A full queue sheds: an arrival of higher priority than
+//    the lowest-priority waiter evicts it (the evicted request is refused), otherwise the
+//    arrival is refused.
+//  - When room appears (a request finished, a limit rose, an endpoint came back), the
+//    next waiter is chosen among those with a candidate with room: highest priority first;
+//    within a priority, the tenant with the fewest requests in flight (fair between
+//    tenants: a tenant flooding the queue does not starve one sending a few); then the
+//    earliest arrival.
+//  - A waiter whose deadline (arrival + queue_timeout_s) passes leaves the queue refused.
+//  - Refusals carry a Retry-After estimate (RetryAfterS): the time for the queue ahead to
+//    drain at the pool's recent completion rate, 1..60 s.
+// Memory: at most max_queue waiters per pool plus the in-flight requests, which the
+// limits bound; nothing grows with the offered load.
+//
+// Thread-safety: not thread-safe; one owner thread (the gateway's io thread).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+
+namespace kinference::admission {
+
+using TicketId = uint64_t;
+
+// max_in_flight values besides a positive limit.
+inline constexpr int kUnlimited = 0;
+inline constexpr int kDerive = -1;
+// Derived limit = C + max(kMinHeadroom, C / kHeadroomDivisor): our choice, a queue of a
+// quarter of the engine's batch (at least 2) keeps it fed across request completions
+// without holding requests there that another endpoint could serve first.
+inline constexpr int kMinHeadroom = 2;
+inline constexpr int kHeadroomDivisor = 4;
+
+struct Options {
+  int max_queue = 256;           // waiters per pool (requests)
+  Seconds queue_timeout_s = 10;  // longest wait in the queue before refusal
+  // Completion-rate window for Retry-After (seconds of history).
+  Seconds rate_window_s = 30;
+};
+
+struct Waiter {
+  TicketId id = 0;
+  std::string tenant;
+  int priority = 0;  // higher first
+  Seconds arrival = 0;
+  std::vector<std::string> candidates;  // endpoint ids it may use (policies applied)
+};
+
+enum class EnqueueOutcome { kQueued, kRefused };
+
+struct EnqueueResult {
+  EnqueueOutcome outcome = EnqueueOutcome::kQueued;
+  // A waiter of lower priority shed to make room (the caller refuses it).
+  std::optional<TicketId> evicted;
+};
+
+struct PoolStats {
+  size_t waiting = 0;
+  uint64_t queued_total = 0;
+  uint64_t admitted_from_queue_total = 0;
+  uint64_t refused_queue_full_total = 0;
+  uint64_t refused_timeout_total = 0;
+  uint64_t evicted_total = 0;
+};
+
+class AdmissionController {
+ public:
+  explicit AdmissionController(Options options = {});
+
+  // Registers or updates an endpoint of `pool` (max_in_flight: a limit, kUnlimited or
+  // kDerive). Its in-flight count is kept.
+  void SetEndpoint(const std::string& id, const std::string& pool, int max_in_flight);
+  void RemoveEndpoint(const std::string& id);
+
+  // A scrape of `id` (kDerive endpoints learn their concurrency; others ignore it).
+  void ObserveMetrics(const std::string& id, double running, double waiting);
+
+  // The current limit of `id` (kUnlimited when none), and its in-flight count.
+  int Limit(const std::string& id) const;
+  int InFlight(const std::string& id) const;
+  bool HasRoom(const std::string& id) const;
+  // The candidates with room, in the given order.
+  std::vector<std::string> WithRoom(std::span<const std::string> candidates) const;
+
+  // Bookkeeping of requests sent to an endpoint, and their end.
+  void OnDispatched(const std::string& endpoint, const std::string& tenant);
+  void OnFinished(const std::string& endpoint, const std::string& tenant, Seconds now);
+
+  // Queues a request none of whose candidates has room (see the header comment).
+  EnqueueResult Enqueue(Waiter waiter, Seconds now);
+  // The client went away: the waiter leaves the queue (no-op if not queued).
+  void Cancel(TicketId id);
+  // The next waiter that may go now (a candidate has room), chosen as the header says;
+  // it leaves the queue. Call again after dispatching it (OnDispatched) for the next.
+  std::optional<TicketId> NextAdmissible();
+  // Waiters whose deadline passed by `now`; they leave the queue.
+  std::vector<TicketId> Expired(Seconds now);
+  // The earliest deadline of a waiter, if any (for a timer).
+  std::optional<Seconds> NextDeadline() const;
+
+  // Retry-After for a refusal in `pool` (seconds, 1..60).
+  int RetryAfterS(const std::string& pool, Seconds now) const;
+
+  // Pool of an endpoint ("" when unknown); per-pool counters; every pool's name.
+  std::string PoolOf(const std::string& endpoint) const;
+  PoolStats Stats(const std::string& pool) const;
+  std::vector<std::string> Pools() const;
+  size_t waiting() const { return queue_.size(); }
+  const Options& options() const { return options_; }
+
+ private:
+  struct EndpointState {
+    std::string pool;
+    int configured = kDerive;
+    int concurrency = 0;  // learned engine concurrency (kDerive); 0: not yet seen
+    int in_flight = 0;
+  };
+  struct Entry {
+    Waiter waiter;
+    std::string pool;
+    Seconds deadline = 0;
+  };
+  struct PoolState {
+    PoolStats stats;
+    // Completions per whole second, the last rate_window_s seconds (at most that many).
+    std::vector<std::pair<int64_t, int>> completions;
+  };
+
+  bool AnyRoom(const Entry& e) const;
+
+  Options options_;
+  std::map<std::string, EndpointState> endpoints_;
+  std::map<std::string, int> tenant_in_flight_;
+  std::map<std::string, PoolState> pools_;
+  std::vector<Entry> queue_;  // arrival order
+};
+
+}  // namespace kinference::admission

@@ -1,0 +1,145 @@
+#include "admission/admission.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace kinference::admission {
+namespace {
+
+using Ids = std::vector<std::string>;
+
+Waiter W(TicketId id, std::string tenant, int priority, Ids candidates, Seconds arrival = 0) {
+  return Waiter{id, std::move(tenant), priority, arrival, std::move(candidates)};
+}
+
+TEST(Admission, ConfiguredLimitAdmitsUpToItThenHasNoRoom) {
+  AdmissionController ac;
+  ac.SetEndpoint("a/0", "a", 2);
+  ac.SetEndpoint("p/openai", "p", kUnlimited);
+  EXPECT_TRUE(ac.HasRoom("a/0"));
+  ac.OnDispatched("a/0", "t");
+  ac.OnDispatched("a/0", "t");
+  EXPECT_FALSE(ac.HasRoom("a/0"));
+  EXPECT_EQ(ac.InFlight("a/0"), 2);
+  EXPECT_EQ(ac.WithRoom(Ids{"a/0", "p/openai"}), Ids{"p/openai"});
+  ac.OnFinished("a/0", "t", 1);
+  EXPECT_TRUE(ac.HasRoom("a/0"));
+  for (int i = 0; i < 1000; ++i) ac.OnDispatched("p/openai", "t");
+  EXPECT_TRUE(ac.HasRoom("p/openai"));
+}
+
+TEST(Admission, DerivedLimitLearnsConcurrencyFromASaturatedScrape) {
+  AdmissionController ac;
+  ac.SetEndpoint("a/0", "a", kDerive);
+  EXPECT_EQ(ac.Limit("a/0"), kUnlimited);  // nothing learned yet
+  ac.ObserveMetrics("a/0", 5, 0);
+  EXPECT_EQ(ac.Limit("a/0"), kUnlimited);  // not saturated: still nothing learned
+  ac.ObserveMetrics("a/0", 8, 3);
+  EXPECT_EQ(ac.Limit("a/0"), 8 + 2);  // headroom at least kMinHeadroom
+  ac.ObserveMetrics("a/0", 40, 5);
+  EXPECT_EQ(ac.Limit("a/0"), 40 + 10);  // a quarter of the batch
+  ac.ObserveMetrics("a/0", 60, 0);      // runs more than learned: raised
+  EXPECT_EQ(ac.Limit("a/0"), 60 + 15);
+  ac.ObserveMetrics("a/0", 10, 0);  // lightly loaded: kept
+  EXPECT_EQ(ac.Limit("a/0"), 75);
+  ac.ObserveMetrics("a/0", std::nan(""), 3);  // garbage ignored
+  EXPECT_EQ(ac.Limit("a/0"), 75);
+  // A configured limit ignores scrapes.
+  ac.SetEndpoint("b/0", "b", 4);
+  ac.ObserveMetrics("b/0", 100, 50);
+  EXPECT_EQ(ac.Limit("b/0"), 4);
+}
+
+TEST(Admission, QueueOrderIsPriorityThenTenantFairnessThenArrival) {
+  AdmissionController ac;
+  ac.SetEndpoint("a/0", "a", 1);
+  ac.OnDispatched("a/0", "big");  // full
+  ac.OnDispatched("x/0", "big");  // "big" has 2 in flight (x/0 unknown: tenant count only)
+  ASSERT_EQ(ac.Enqueue(W(1, "big", 0, {"a/0"}), 0).outcome, EnqueueOutcome::kQueued);
+  ASSERT_EQ(ac.Enqueue(W(2, "big", 0, {"a/0"}), 0.1).outcome, EnqueueOutcome::kQueued);
+  ASSERT_EQ(ac.Enqueue(W(3, "small", 0, {"a/0"}), 0.2).outcome, EnqueueOutcome::kQueued);
+  ASSERT_EQ(ac.Enqueue(W(4, "big", 5, {"a/0"}), 0.3).outcome, EnqueueOutcome::kQueued);
+  EXPECT_EQ(ac.NextAdmissible(), std::nullopt);  // no room yet
+  std::vector<TicketId> order;
+  auto release = [&] {
+    ac.OnFinished("a/0", "big", 1);
+    auto id = ac.NextAdmissible();
+    ASSERT_TRUE(id.has_value());
+    order.push_back(*id);
+    ac.OnDispatched("a/0", *id == 3 ? "small" : "big");
+    EXPECT_EQ(ac.NextAdmissible(), std::nullopt);  // one slot, one admission
+  };
+  for (int i = 0; i < 4; ++i) release();
+  // Priority 5 first; then the tenant with fewer in flight ("small" before "big"'s older
+  // waiters); then "big"'s in arrival order.
+  EXPECT_EQ(order, (std::vector<TicketId>{4, 3, 1, 2}));
+  EXPECT_EQ(ac.Stats("a").admitted_from_queue_total, 4u);
+}
+
+TEST(Admission, AWaiterGoesToAnyCandidateWithRoom) {
+  AdmissionController ac;
+  ac.SetEndpoint("a/0", "a", 1);
+  ac.SetEndpoint("a/1", "a", 1);
+  ac.OnDispatched("a/0", "t");
+  ac.OnDispatched("a/1", "t");
+  ac.Enqueue(W(1, "t", 0, {"a/0"}), 0);
+  ac.Enqueue(W(2, "t", 0, {"a/1"}), 0);
+  ac.OnFinished("a/1", "t", 1);
+  EXPECT_EQ(ac.NextAdmissible(), std::optional<TicketId>(2));  // 1 cannot use a/1
+}
+
+TEST(Admission, FullQueueShedsALowerPriorityWaiterOrRefusesTheArrival) {
+  AdmissionController ac(Options{.max_queue = 2});
+  ac.SetEndpoint("a/0", "a", 1);
+  ac.OnDispatched("a/0", "t");
+  EXPECT_EQ(ac.Enqueue(W(1, "t", 1, {"a/0"}), 0).outcome, EnqueueOutcome::kQueued);
+  EXPECT_EQ(ac.Enqueue(W(2, "t", 0, {"a/0"}), 0).outcome, EnqueueOutcome::kQueued);
+  auto r = ac.Enqueue(W(3, "t", 0, {"a/0"}), 0);  // equal priority: refused
+  EXPECT_EQ(r.outcome, EnqueueOutcome::kRefused);
+  EXPECT_FALSE(r.evicted.has_value());
+  r = ac.Enqueue(W(4, "t", 2, {"a/0"}), 0);  // outranks 2: 2 is shed
+  EXPECT_EQ(r.outcome, EnqueueOutcome::kQueued);
+  EXPECT_EQ(r.evicted, std::optional<TicketId>(2));
+  EXPECT_EQ(ac.waiting(), 2u);
+  auto stats = ac.Stats("a");
+  EXPECT_EQ(stats.refused_queue_full_total, 1u);
+  EXPECT_EQ(stats.evicted_total, 1u);
+  EXPECT_EQ(stats.waiting, 2u);
+}
+
+TEST(Admission, WaitersExpireAtTheirDeadlineAndCancelledOnesLeave) {
+  AdmissionController ac(Options{.queue_timeout_s = 5});
+  ac.SetEndpoint("a/0", "a", 1);
+  ac.OnDispatched("a/0", "t");
+  ac.Enqueue(W(1, "t", 0, {"a/0"}), 10);
+  ac.Enqueue(W(2, "t", 0, {"a/0"}), 12);
+  ac.Enqueue(W(3, "t", 0, {"a/0"}), 13);
+  EXPECT_EQ(ac.NextDeadline(), std::optional<Seconds>(15));
+  ac.Cancel(3);
+  EXPECT_TRUE(ac.Expired(14.9).empty());
+  EXPECT_EQ(ac.Expired(15), std::vector<TicketId>{1});
+  EXPECT_EQ(ac.NextDeadline(), std::optional<Seconds>(17));
+  EXPECT_EQ(ac.Expired(100), std::vector<TicketId>{2});
+  EXPECT_EQ(ac.waiting(), 0u);
+  EXPECT_EQ(ac.Stats("a").refused_timeout_total, 2u);
+}
+
+TEST(Admission, RetryAfterIsTheQueueAheadOverTheRecentCompletionRate) {
+  AdmissionController ac(Options{.rate_window_s = 30});
+  ac.SetEndpoint("a/0", "a", 1);
+  EXPECT_EQ(ac.RetryAfterS("a", 100), 60);  // nothing completed: the longest
+  for (int i = 0; i < 15; ++i) {
+    ac.OnDispatched("a/0", "t");
+    ac.OnFinished("a/0", "t", 90 + i * 0.5);
+  }
+  // 15 completions in the last 30 s: 0.5/s; one ahead plus this one: 4 s.
+  ac.OnDispatched("a/0", "t");
+  ac.Enqueue(W(1, "t", 0, {"a/0"}), 100);
+  EXPECT_EQ(ac.RetryAfterS("a", 100), 4);
+  // Old completions fall out of the window.
+  EXPECT_EQ(ac.RetryAfterS("a", 200), 60);
+}
+
+}  // namespace
+}  // namespace kinference::admission

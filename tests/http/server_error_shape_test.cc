@@ -1,0 +1,63 @@
+// ServerOptions::error_body: the errors the server answers itself (413, malformed 400, 404)
+// take the shape the path's API uses; OpenAI's by default.
+#include <gtest/gtest.h>
+
+#include "api/openai/error.h"
+#include "server_fixture.h"
+
+namespace kinference::http {
+namespace {
+
+using testing::ServerFixture;
+
+class ErrorShapeTest : public ServerFixture {
+ protected:
+  void StartShaped() {
+    ServerOptions o;
+    o.max_body_bytes = 16;
+    o.error_body = [](std::string_view path, const Status& s) {
+      if (path.starts_with("/v1/messages")) {
+        return std::string(R"({"type":"error","error":{"type":"shaped","message":")") +
+               s.message() + "\"}}";
+      }
+      return api::OpenAiErrorBody(s);
+    };
+    setup_ = [](Server& s) {
+      s.Route("POST", "/v1/messages", [](Request, std::shared_ptr<ResponseWriter> w) {
+        w->Send(200, "application/json", "{}");
+      });
+    };
+    StartServer(o);
+  }
+};
+
+TEST_F(ErrorShapeTest, PayloadTooLargeUsesThePathsShape) {
+  StartShaped();
+  std::string body(64, 'x');
+  std::string got = RawExchange(
+      "POST /v1/messages?beta=true HTTP/1.1\r\nHost: x\r\nContent-Length: 64\r\n\r\n" + body);
+  EXPECT_NE(got.find("413"), std::string::npos) << got;
+  EXPECT_NE(got.find(R"({"type":"error","error":{"type":"shaped")"), std::string::npos) << got;
+  got = RawExchange("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 64\r\n\r\n" +
+                    body);
+  EXPECT_NE(got.find("413"), std::string::npos) << got;
+  EXPECT_NE(got.find(R"("type":"invalid_request_error")"), std::string::npos) << got;
+}
+
+TEST_F(ErrorShapeTest, MalformedRequestAndUnknownPathUseThePathsShape) {
+  StartShaped();
+  std::string got = RawExchange(
+      "POST /v1/messages HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+  EXPECT_NE(got.find("400"), std::string::npos) << got;
+  EXPECT_NE(got.find(R"("type":"shaped")"), std::string::npos) << got;
+  got = RawExchange("GET /v1/messages/count HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(got.find("404"), std::string::npos) << got;
+  EXPECT_NE(got.find(R"("type":"shaped")"), std::string::npos) << got;
+  // Not even a request line: the default (OpenAI) shape.
+  got = RawExchange("\x01\x02 garbage\r\n\r\n");
+  EXPECT_NE(got.find("400"), std::string::npos) << got;
+  EXPECT_NE(got.find(R"("error":{"message")"), std::string::npos) << got;
+}
+
+}  // namespace
+}  // namespace kinference::http
