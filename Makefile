@@ -5,6 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 .PHONY: all deps build test test-sdk unit-test demo bench bench-sim bench-gateway bench-peers format clean k8s-tools fuzz test-asan
+.PHONY: demo-vllm
 
 all: build
 
@@ -29,6 +30,11 @@ test-sdk: build
 
 demo: build
 	bash scripts/demo.sh
+
+# The same job against real vLLM replicas (CPU build, tiny local model, installed and cached
+# by scripts/vllm-env.sh): results/demo-vllm/summary.json.
+demo-vllm: build
+	DEMO_BACKEND=vllm bash scripts/demo.sh
 
 # Microbenchmarks (Google Benchmark).
 bench: build

@@ -15,6 +15,13 @@
 # Run from the repository root after `make build`. Knobs (environment): BUILD (build dir),
 # DEMO_TIME_SCALE (K), DEMO_TRACE_SAMPLE, DEMO_TRACE_LIMIT, DEMO_TRACE_SPEED, DEMO_SP_SESSIONS, DEMO_SP_RATE.
 # All processes started here are stopped on exit.
+#
+# DEMO_BACKEND=vllm (`make demo-vllm`): the same job against real vLLM replicas (CPU build,
+# tiny local model; scripts/vllm-serve.sh), in real time, results in results/demo-vllm/.
+# Only the shared-prefix workload, sized for the tiny model (see the DEMO_VLLM_* knobs
+# below). The replicas start once (start-up is ~1 min each); before every run their
+# prefix caches are emptied (POST /reset_prefix_cache, served with VLLM_SERVER_DEV_MODE=1)
+# and the gateway restarts, so every strategy starts cold, as with engine-sim.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -39,7 +46,29 @@ TRACE_MAX_OUT=${DEMO_TRACE_MAX_OUT:-256}
 SP_SESSIONS=${DEMO_SP_SESSIONS:-150}
 SP_RATE=${DEMO_SP_RATE:-0.2}
 STRATEGIES=${DEMO_STRATEGIES:-"random predicted-ttft"}
+BACKEND=${DEMO_BACKEND:-engine-sim}
 OUT=results/demo
+MODEL=google/gemma-3-27b-it
+if [[ $BACKEND == vllm ]]; then
+  # Real vLLM, tiny model, real time. Sizes: 12 prefixes of 1,000 workload tokens (~3,600
+  # tokens of the tiny model's tokenizer, 28 blocks of 128), 50-token unique suffixes, 32
+  # output tokens. Each replica's KV cache is cut to 224 blocks (--num-gpu-blocks-override):
+  # all 12 prefixes (336 blocks) do not fit in one replica, half of them do, so routing
+  # decides the hit rate, as the 16,000-token prefixes do on engine-sim's L40S profile.
+  OUT=results/demo-vllm
+  K=1
+  VLLM_REPLICAS=${DEMO_VLLM_REPLICAS:-2}
+  VLLM_BLOCKS=${DEMO_VLLM_BLOCKS:-224}
+  SP_SESSIONS=${DEMO_SP_SESSIONS:-300}
+  SP_RATE=${DEMO_SP_RATE:-1.5}
+  SP_SHAPE=(--prefixes "${DEMO_VLLM_PREFIXES:-12}" --prefix-tokens "${DEMO_VLLM_PREFIX_TOKENS:-1000}"
+    --suffix-tokens "${DEMO_VLLM_SUFFIX_TOKENS:-50}" --output-tokens "${DEMO_VLLM_OUTPUT_TOKENS:-32}")
+elif [[ $BACKEND != engine-sim ]]; then
+  echo "demo: DEMO_BACKEND must be engine-sim or vllm" >&2
+  exit 2
+else
+  SP_SHAPE=()
+fi
 
 if [[ ! -x $BIN ]]; then
   echo "demo: $BIN not found; run 'make build' first" >&2
@@ -61,6 +90,7 @@ stop_all() {
 }
 cleanup() {
   stop_all
+  if [[ $BACKEND == vllm ]]; then bash scripts/vllm-serve.sh stop "$TMP/vllm" || true; fi
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -87,11 +117,37 @@ wait_listening() {
   return 1
 }
 
-# Starts three engine-sims and a gateway (default strategy $1) on free loopback ports;
-# sets GATEWAY_URL.
+# vLLM replicas for DEMO_BACKEND=vllm: started once; sets VLLM_ENDPOINTS (YAML list items).
+VLLM_ENDPOINTS=""
+start_vllm() {
+  local url
+  VLLM_SERVER_DEV_MODE=1 bash scripts/vllm-serve.sh start "$TMP/vllm" "$VLLM_REPLICAS" \
+    --num-gpu-blocks-override "$VLLM_BLOCKS" --max-model-len 8192
+  # shellcheck disable=SC1091
+  source "$TMP/vllm/env"
+  MODEL=$VLLM_MODEL
+  for url in $VLLM_URLS; do VLLM_ENDPOINTS+="      - $url"$'\n'; done
+}
+# Empties every replica's prefix cache, so the next run starts cold.
+reset_vllm_caches() {
+  local url
+  for url in $VLLM_URLS; do
+    curl -fsS -X POST "$url/reset_prefix_cache" >/dev/null || {
+      echo "demo: POST $url/reset_prefix_cache failed" >&2
+      return 1
+    }
+  done
+}
+
+# Starts three engine-sims (DEMO_BACKEND=vllm: resets the vLLM replicas' caches instead)
+# and a gateway (default strategy $1) on free loopback ports; sets GATEWAY_URL.
 start_cluster() {
   local strategy=$1 i port endpoints=""
-  for i in 1 2 3; do
+  if [[ $BACKEND == vllm ]]; then
+    reset_vllm_caches
+    endpoints=$VLLM_ENDPOINTS
+  fi
+  for i in $([[ $BACKEND == vllm ]] || echo 1 2 3); do
     # A log left by the previous run would be read before the new process truncates it.
     rm -f "$TMP/engine$i.log" "$TMP/engine$i.log.err"
     "$BIN" engine-sim --profile "$PROFILE" --time-scale "$K" --port 0 \
@@ -102,15 +158,19 @@ start_cluster() {
   done
   # scrape_interval_s is in model seconds: 1/K model seconds (50 ms at K = 20, the Gateway API
   # Inference Extension's default metrics refresh) keeps the router's view fresh.
+  # Real vLLM: every 0.25 s (its requests last tens of milliseconds).
+  local scrape
+  scrape=$(awk -v k="$K" 'BEGIN { printf "%.4f", 1.0 / k }')
+  [[ $BACKEND == vllm ]] && scrape=0.25
   cat >"$TMP/gateway.yaml" <<EOF
 listen: {address: 127.0.0.1, port: 0}
 strategy: $strategy
-scrape_interval_s: $(awk -v k="$K" 'BEGIN { printf "%.4f", 1.0 / k }')
+scrape_interval_s: $scrape
 time_scale: $K
 request_timeout_s: 600
 pools:
   - name: demo
-    model: google/gemma-3-27b-it
+    model: $MODEL
     endpoints:
 $endpoints
 EOF
@@ -138,8 +198,10 @@ mkdir -p "$OUT"
 rm -f "$OUT/summary.json"
 rm -rf "$OUT/requests"
 demo_t0=$SECONDS
+if [[ $BACKEND == vllm ]]; then start_vllm; fi
 
 for strategy in $STRATEGIES; do
+  [[ $BACKEND == vllm ]] && break  # the trace's 12k-token prompts exceed the tiny model
   run_case mooncake-trace "$strategy" --workload trace --trace "$TRACE" \
     --offset "$TRACE_OFFSET" --trace-sample "$TRACE_SAMPLE" --limit "$TRACE_LIMIT" \
     --speed "$TRACE_SPEED" \
@@ -147,11 +209,15 @@ for strategy in $STRATEGIES; do
 done
 for strategy in $STRATEGIES; do
   run_case shared-prefix "$strategy" --workload shared-prefix --sessions "$SP_SESSIONS" \
-    --rate "$SP_RATE" --seed 1
+    --rate "$SP_RATE" --seed 1 "${SP_SHAPE[@]}"
 done
 
 echo
-echo "Kinference demo: 3 x engine-sim $PROFILE, time scale $K, all times model seconds"
+if [[ $BACKEND == vllm ]]; then
+  echo "Kinference demo: $VLLM_REPLICAS x real vLLM $(grep -m1 -o 'version [0-9.]*' "$TMP/vllm/vllm-0.log" || true) (CPU, tiny model $MODEL), real seconds"
+else
+  echo "Kinference demo: 3 x engine-sim $PROFILE, time scale $K, all times model seconds"
+fi
 "$BIN" bench table --summary "$OUT/summary.json"
 # Report with plots (TTFT CDF per strategy, requests in flight per endpoint over time) beside
 # it; matplotlib comes from a venv cached outside the clone (scripts/plot-env.sh).

@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
+#include <charconv>
 #include <chrono>
 #include <memory>
 
@@ -93,6 +94,13 @@ class Runner {
     cb.on_headers = [st](int status, const http::Headers& h) {
       st->http_status = status;
       st->record.endpoint = std::string(h.Find("x-kinference-endpoint"));
+      if (auto ms = h.Find("x-kinference-predicted-ttft-ms"); !ms.empty()) {
+        double v = -1;
+        auto [p, ec] = std::from_chars(ms.data(), ms.data() + ms.size(), v);
+        if (ec == std::errc() && p == ms.data() + ms.size() && v >= 0) {
+          st->record.predicted_ttft_s = v / 1000.0;
+        }
+      }
     };
     cb.on_data = [this, st](std::string_view data) {
       if (st->http_status != 200) {

@@ -66,13 +66,18 @@ Summary Summarize(const std::vector<RequestRecord>& records, const RunInfo& info
   Summary s;
   s.info = info;
   s.requests = records.size();
-  std::vector<double> ttft, itl, e2e;
+  std::vector<double> ttft, itl, e2e, abs_err, rel_err;
   for (const auto& r : records) {
     if (!r.ok()) {
       ++s.errors;
       continue;
     }
     if (r.ttft_s >= 0) ttft.push_back(r.ttft_s);
+    if (r.ttft_s > 0 && r.predicted_ttft_s >= 0) {
+      double e = std::abs(r.predicted_ttft_s - r.ttft_s);
+      abs_err.push_back(e);
+      rel_err.push_back(e / r.ttft_s);
+    }
     itl.insert(itl.end(), r.itl_s.begin(), r.itl_s.end());
     e2e.push_back(r.e2e_s);
     s.prompt_tokens += r.prompt_tokens;
@@ -90,6 +95,8 @@ Summary Summarize(const std::vector<RequestRecord>& records, const RunInfo& info
   s.itl_p90_s = Percentile(itl, 0.90);
   s.e2e_p50_s = Percentile(e2e, 0.50);
   s.e2e_p90_s = Percentile(e2e, 0.90);
+  s.prediction_abs_err_p50_s = Percentile(abs_err, 0.50);
+  s.prediction_rel_err_p90 = Percentile(rel_err, 0.90);
   s.cached_token_ratio = s.prompt_tokens > 0 ? static_cast<double>(s.cached_tokens) /
                                                    static_cast<double>(s.prompt_tokens)
                                              : 0.0;
@@ -117,6 +124,7 @@ boost::json::object RecordJson(const RequestRecord& r) {
   o["cached_tokens"] = r.cached_tokens;
   o["completion_tokens"] = r.completion_tokens;
   o["endpoint"] = r.endpoint;
+  o["predicted_ttft_s"] = r.predicted_ttft_s >= 0 ? Num(r.predicted_ttft_s) : nullptr;
   o["error"] = r.ok() ? boost::json::value(nullptr) : boost::json::value(r.error);
   return o;
 }
@@ -149,6 +157,8 @@ boost::json::object SummaryJson(const Summary& s) {
   boost::json::object eps;
   for (const auto& [name, n] : s.endpoints) eps[name] = n;
   o["endpoints"] = std::move(eps);
+  o["prediction_abs_err_p50_s"] = Num(s.prediction_abs_err_p50_s);
+  o["prediction_rel_err_p90"] = Num(s.prediction_rel_err_p90);
   return o;
 }
 

@@ -33,7 +33,9 @@ struct RequestRecord {
   int64_t cached_tokens = 0;  // usage.prompt_tokens_details.cached_tokens
   int64_t completion_tokens = 0;
   std::string endpoint;  // x-kinference-endpoint response header (gateway), else empty
-  std::string error;     // empty when the request succeeded
+  // x-kinference-predicted-ttft-ms response header (gateway) in seconds; < 0 when absent.
+  double predicted_ttft_s = -1;
+  std::string error;  // empty when the request succeeded
   bool ok() const { return error.empty(); }
 };
 
@@ -60,6 +62,13 @@ struct Summary {
   double throughput_rps = 0;                // successful requests / duration_s
   double output_tokens_per_s = 0;           // completion tokens / duration_s
   std::map<std::string, size_t> endpoints;  // requests per serving endpoint
+  // The router's TTFT prediction against the TTFT the client saw, over successful requests
+  // with a prediction (NaN without): median |predicted - observed| (seconds) and the 90th
+  // percentile of |predicted - observed| / observed. The simulator reports the same two
+  // figures against gateway-observed TTFT (sim/scenarios.h); over HTTP the client's TTFT
+  // is the gateway's plus the loopback hop (well under a millisecond).
+  double prediction_abs_err_p50_s = 0;
+  double prediction_rel_err_p90 = 0;
 };
 
 // q in [0, 1]; NaN for an empty sample. `v` need not be sorted.
@@ -68,12 +77,14 @@ double Percentile(std::vector<double> v, double q);
 Summary Summarize(const std::vector<RequestRecord>& records, const RunInfo& info);
 
 // JSON shapes. Record: id, session, turn, start_s, ttft_s, itl_mean_s, itl_count, e2e_s,
-// prompt_tokens, cached_tokens, completion_tokens, endpoint, error (null when ok).
+// prompt_tokens, cached_tokens, completion_tokens, endpoint, predicted_ttft_s (null when
+// absent), error (null when ok).
 boost::json::object RecordJson(const RequestRecord& r);
 // Summary: workload, strategy, label, target, requests, errors, ttft_{mean,p50,p90,p99}_s,
 // itl_p50_s, itl_p90_s, e2e_p50_s, e2e_p90_s, prompt_tokens, cached_tokens,
 // completion_tokens, cached_token_ratio, duration_s, throughput_rps, output_tokens_per_s,
-// time_scale, concurrency (0: open loop), endpoints {name: count}.
+// time_scale, concurrency (0: open loop), endpoints {name: count}, prediction_abs_err_p50_s,
+// prediction_rel_err_p90.
 boost::json::object SummaryJson(const Summary& s);
 
 // Inserts `result` into doc["results"] (created if absent), replacing an element with the

@@ -63,6 +63,25 @@ TEST(SummaryTest, ComputesStatisticsOverSuccessfulRequests) {
   EXPECT_EQ(s.endpoints.at("b"), 1u);
 }
 
+TEST(SummaryTest, PredictionErrorAgainstObservedTtft) {
+  std::vector<RequestRecord> recs = {Ok(1.0, {}, 2.0, 10, 0), Ok(2.0, {}, 3.0, 10, 0),
+                                     Ok(4.0, {}, 5.0, 10, 0), Ok(1.0, {}, 2.0, 10, 0)};
+  recs[0].predicted_ttft_s = 1.5;  // |err| 0.5, relative 0.5
+  recs[1].predicted_ttft_s = 1.0;  // 1.0, 0.5
+  recs[2].predicted_ttft_s = 4.0;  // 0, 0
+  // recs[3] carries no prediction (direct to a replica): left out.
+  Summary s = Summarize(recs, {"shared-prefix", "predicted-ttft", "", "u", 1, 1});
+  EXPECT_DOUBLE_EQ(s.prediction_abs_err_p50_s, 0.5);
+  EXPECT_DOUBLE_EQ(s.prediction_rel_err_p90, 0.5);
+  auto o = SummaryJson(s);
+  EXPECT_DOUBLE_EQ(o.at("prediction_abs_err_p50_s").as_double(), 0.5);
+  EXPECT_DOUBLE_EQ(RecordJson(recs[0]).at("predicted_ttft_s").as_double(), 1.5);
+  EXPECT_TRUE(RecordJson(recs[3]).at("predicted_ttft_s").is_null());
+
+  Summary none = Summarize({Ok(1.0, {}, 2.0, 10, 0)}, {"shared-prefix", "direct", "", "u", 1, 1});
+  EXPECT_TRUE(SummaryJson(none).at("prediction_rel_err_p90").is_null());
+}
+
 TEST(SummaryTest, JsonShapeHasTheDocumentedFields) {
   Summary s =
       Summarize({Ok(1.0, {}, 2.0, 10, 5)}, {"trace", "predicted-ttft", "slice", "u", 20, 4.0, 8});
