@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 .PHONY: all deps build test test-sdk unit-test demo bench bench-sim bench-gateway bench-peers format clean k8s-tools fuzz test-asan
-.PHONY: demo-vllm
+.PHONY: demo-vllm bench-guidellm
 
 all: build
 
@@ -35,6 +35,11 @@ demo: build
 # by scripts/vllm-env.sh): results/demo-vllm/summary.json.
 demo-vllm: build
 	DEMO_BACKEND=vllm bash scripts/demo.sh
+
+# GuideLLM (PyPI, own cached venv) and `kinference bench` drive the same shared-prefix load
+# (Poisson and concurrent) through the gateway to real vLLM: results/guidellm/, docs/real-vllm.md.
+bench-guidellm: build
+	BUILD=$(BUILD) bash scripts/bench-guidellm.sh
 
 # Microbenchmarks (Google Benchmark).
 bench: build
