@@ -34,6 +34,7 @@ struct Endpoint {
   bool scrape_in_flight = false;
   // The last successful /metrics scrape (queue depth, KV usage for policies); none yet.
   std::optional<routing::MetricsSnapshot> last_metrics;
+  std::optional<Seconds> last_metrics_at;  // when last_metrics was scraped (model time)
   // Providers (gateway/upstream/provider.h): class "provider", id "provider/<name>", never scraped.
   const ProviderConfig* provider = nullptr;  // into GatewayContext::config.providers
   std::string api_key;                       // the provider's; never logged

@@ -16,6 +16,7 @@
 #include "gateway/exchange/policy_gate.h"
 #include "gateway/exchange/proxy.h"
 #include "gateway/front/messages.h"
+#include "gateway/stats/endpoints_debug.h"
 #include "gateway/upstream/scraper.h"
 #include "http/server.h"
 
@@ -108,6 +109,7 @@ Result<uint16_t> Gateway::Start() {
     w->Send(200, "text/plain; version=0.0.4; charset=utf-8", ctx->stats.Exposition());
   });
   route("GET", "/debug/decisions", [ctx](http::Request r, auto w) { ServeDecisions(*ctx, r, *w); });
+  route("GET", "/debug/endpoints", [ctx](http::Request r, auto w) { ServeEndpoints(*ctx, r, *w); });
   // No route for the method and path: 405 on a known path, else 404: Anthropic's shape
   // for /v1/messages and paths under it (e.g. /v1/messages/count_tokens, which the
   // Anthropic SDK calls), OpenAI's elsewhere (what http::Server answers without a fallback).

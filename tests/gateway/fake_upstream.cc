@@ -32,6 +32,7 @@ FakeUpstream::FakeUpstream(boost::asio::io_context& io, FakeMode mode, uint16_t 
   server_->Route("POST", "/v1/chat/completions", handler);
   server_->Route("POST", "/v1/completions", handler);
   server_->Route("GET", "/metrics", [this](http::Request, auto w) {
+    if (!metrics_.empty()) return w->Send(200, "text/plain", metrics_);
     w->Send(200, "text/plain",
             "# TYPE vllm:num_requests_running gauge\n"
             "vllm:num_requests_running{model_name=\"m\"} 0\n"

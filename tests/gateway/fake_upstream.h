@@ -36,6 +36,8 @@ class FakeUpstream {
   void Stop() { server_->Stop(); }
   // vllm:num_requests_waiting reported by GET /metrics (default 0).
   void set_waiting(int n) { waiting_ = n; }
+  // GET /metrics answers `text` instead (set before the gateway starts scraping).
+  void set_metrics(std::string text) { metrics_ = std::move(text); }
   // kHang: ends the held streams like kOk does (b, c, finish, [DONE]). Call on the
   // io_context thread (asio::post).
   void FinishHeld();
@@ -48,6 +50,7 @@ class FakeUpstream {
   uint16_t port_ = 0;
   std::atomic<int> requests_{0};
   std::atomic<int> waiting_{0};
+  std::string metrics_;  // non-empty: the /metrics body
   std::shared_ptr<std::atomic<int>> closed_counter_ = std::make_shared<std::atomic<int>>(0);
   std::atomic<int>& closed_ = *closed_counter_;
   mutable std::mutex mu_;

@@ -62,6 +62,7 @@ void Scraper::ScrapeOne(size_t index) {
                 if (!snap.ok()) return self->Record(index, false, snap.status().message());
                 self->ctx_->router.ObserveMetrics(ep.info.id, *snap, self->ctx_->clock.Now());
                 ep.last_metrics = *snap;
+                ep.last_metrics_at = self->ctx_->clock.Now();
                 self->Record(index, true, "");
               });
 }
