@@ -159,6 +159,7 @@ void Engine::Impl::EmitToken(Req& r, Seconds t, StepOutput& out) {
   if (index == 0) {
     r.first_token = t;
     metrics_.prompt_tokens_total += r.prompt_len;
+    metrics_.prompt_tokens_cached_total += static_cast<uint64_t>(r.cached_tokens);
     metrics_.time_to_first_token_seconds.Observe(t - r.r.arrival);
   } else {
     metrics_.inter_token_latency_seconds.Observe(t - r.last_token);

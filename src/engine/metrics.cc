@@ -37,9 +37,17 @@ class Writer {
     Header(name, "gauge", help);
     Sample(name, v);
   }
-  void Counter(const std::string& name, const char* help, double v) {
-    Header(name, "counter", help);
-    Sample(name, v);
+  // `base`_total, then its `base`_created gauge.
+  void Counter(const std::string& base, const char* help, double v, double created) {
+    Header(base + "_total", "counter", help);
+    Sample(base + "_total", v);
+    Created(base, help, {""}, created);
+  }
+  // The `base`_created gauge, one sample per extra label set.
+  void Created(const std::string& base, const char* help, const std::vector<std::string>& extras,
+               double created) {
+    Header(base + "_created", "gauge", help);
+    for (const auto& extra : extras) Sample(base + "_created", created, extra);
   }
   void Hist(const std::string& name, const char* help, const Histogram& h) {
     Header(name, "histogram", help);
@@ -51,6 +59,10 @@ class Writer {
     Sample(name + "_bucket", static_cast<double>(h.count), ",le=\"+Inf\"");
     Sample(name + "_count", static_cast<double>(h.count));
     Sample(name + "_sum", h.sum);
+  }
+  void Hist(const std::string& name, const char* help, const Histogram& h, double created) {
+    Hist(name, help, h);
+    Created(name, help, {""}, created);
   }
   std::string& out() { return out_; }
 
@@ -88,40 +100,49 @@ std::string RenderPrometheus(const EngineMetrics& m, const HardwareProfile& prof
           m.num_requests_waiting);
   w.Gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
           m.kv_cache_usage_perc);
-  w.Counter("vllm:prefix_cache_queries_total",
+  const double t0 = m.created_unix_s;
+  w.Counter("vllm:prefix_cache_queries",
             "Prefix cache queries, in terms of number of queried tokens.",
-            static_cast<double>(m.prefix_cache_queries_total));
-  w.Counter("vllm:prefix_cache_hits_total",
-            "Prefix cache hits, in terms of number of cached tokens.",
-            static_cast<double>(m.prefix_cache_hits_total));
-  w.Counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.",
-            static_cast<double>(m.num_preemptions_total));
-  w.Counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.",
-            static_cast<double>(m.prompt_tokens_total));
-  w.Counter("vllm:generation_tokens_total", "Number of generation tokens processed.",
-            static_cast<double>(m.generation_tokens_total));
-  w.Header("vllm:request_success_total", "counter", "Count of successfully processed requests.");
-  w.Sample("vllm:request_success_total", static_cast<double>(m.request_success_stop),
-           ",finished_reason=\"stop\"");
-  w.Sample("vllm:request_success_total", static_cast<double>(m.request_success_length),
-           ",finished_reason=\"length\"");
-  w.Sample("vllm:request_success_total", static_cast<double>(m.request_success_abort),
-           ",finished_reason=\"abort\"");
+            static_cast<double>(m.prefix_cache_queries_total), t0);
+  w.Counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+            static_cast<double>(m.prefix_cache_hits_total), t0);
+  w.Counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.",
+            static_cast<double>(m.num_preemptions_total), t0);
+  w.Counter("vllm:prompt_tokens", "Number of prefill tokens processed.",
+            static_cast<double>(m.prompt_tokens_total), t0);
+  w.Counter("vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external).",
+            static_cast<double>(m.prompt_tokens_cached_total), t0);
+  w.Counter("vllm:generation_tokens", "Number of generation tokens processed.",
+            static_cast<double>(m.generation_tokens_total), t0);
+  const char* success_help = "Count of successfully processed requests.";
+  w.Header("vllm:request_success_total", "counter", success_help);
+  const std::pair<const char*, uint64_t> reasons[] = {{"stop", m.request_success_stop},
+                                                      {"length", m.request_success_length},
+                                                      {"abort", m.request_success_abort},
+                                                      {"error", 0},
+                                                      {"repetition", 0}};
+  std::vector<std::string> reason_labels;
+  for (const auto& [reason, n] : reasons) {
+    reason_labels.push_back(std::string(",finished_reason=\"") + reason + "\"");
+    w.Sample("vllm:request_success_total", static_cast<double>(n), reason_labels.back());
+  }
+  w.Created("vllm:request_success", success_help, reason_labels, t0);
   w.Hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-         m.time_to_first_token_seconds);
+         m.time_to_first_token_seconds, t0);
   w.Hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
-         m.inter_token_latency_seconds);
+         m.inter_token_latency_seconds, t0);
   w.Hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
-         m.e2e_request_latency_seconds);
+         m.e2e_request_latency_seconds, t0);
   w.Hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
-         m.request_queue_time_seconds);
-  // vLLM's CacheConfig info gauge: value 1, the configuration in labels.
+         m.request_queue_time_seconds, t0);
+  // vLLM's CacheConfig info gauge: value 1, the configuration in labels, and (unlike the
+  // other series) no model_name label.
   w.Header("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
-  w.Sample("vllm:cache_config_info", 1.0,
-           ",block_size=\"" + std::to_string(profile.block_size) +
-               "\",enable_prefix_caching=\"True\",num_gpu_blocks=\"" +
-               std::to_string(profile.num_gpu_blocks) + "\"");
-  return std::move(w.out());
+  std::string& out = w.out();
+  out += "vllm:cache_config_info{block_size=\"" + std::to_string(profile.block_size) +
+         "\",enable_prefix_caching=\"True\",engine=\"" + EscapeLabelValue(engine_label) +
+         "\",num_gpu_blocks=\"" + std::to_string(profile.num_gpu_blocks) + "\"} 1.0\n";
+  return std::move(out);
 }
 
 }  // namespace kinference::engine

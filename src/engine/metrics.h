@@ -34,6 +34,7 @@ struct EngineMetrics {
   uint64_t prefix_cache_queries_total = 0;  // tokens queried
   uint64_t prefix_cache_hits_total = 0;     // tokens hit
   uint64_t prompt_tokens_total = 0;
+  uint64_t prompt_tokens_cached_total = 0;  // prompt tokens found in the prefix cache
   uint64_t generation_tokens_total = 0;
   uint64_t num_preemptions_total = 0;
   uint64_t request_success_total = 0;  // all finished requests (sum of the three below)
@@ -46,12 +47,19 @@ struct EngineMetrics {
   Histogram inter_token_latency_seconds;
   Histogram e2e_request_latency_seconds;
   Histogram request_queue_time_seconds;
+  // Unix time (seconds) the counters and histograms started from: Python's
+  // prometheus_client writes it as a `<name>_created` gauge next to each (vLLM does).
+  double created_unix_s = 0;
   EngineMetrics();
 };
 
 // Prometheus text for `m`, every series labelled model_name=<model_name>,
 // engine=<engine_label>; includes vllm:cache_config_info with block_size and
-// num_gpu_blocks from the profile.
+// num_gpu_blocks from the profile (labelled engine but not model_name, as vLLM does). As
+// vLLM 0.32 writes it: a counter's TYPE line names
+// `<name>_total`; each counter and histogram is followed by its `<name>_created` gauge
+// (m.created_unix_s); request_success_total has finished_reason stop, length, abort,
+// error and repetition (engine-sim never counts the last two).
 std::string RenderPrometheus(const EngineMetrics& m, const HardwareProfile& profile,
                              const std::string& model_name, const std::string& engine_label);
 

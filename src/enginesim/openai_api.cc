@@ -11,15 +11,16 @@ namespace kinference::enginesim {
 
 namespace json = boost::json;
 
-namespace {
-
 Result<json::object> ParseObject(std::string_view body) {
   boost::system::error_code ec;
   json::value v = api::ParseJsonBody(body, ec);
-  if (ec) return InvalidArgument("Invalid JSON in request body: " + ec.message());
-  if (!v.is_object()) return InvalidArgument("Request body must be a JSON object");
+  // vLLM (FastAPI) reports an undecodable body as a validation error at "body...".
+  if (ec) return InvalidArgument("Invalid JSON in request body: " + ec.message(), "body");
+  if (!v.is_object()) return InvalidArgument("Request body must be a JSON object", "body");
   return std::move(v.as_object());
 }
+
+namespace {
 
 // A JSON number that holds an integer (5 or 5.0), else nullopt.
 std::optional<int64_t> AsInteger(const json::value& v) {
@@ -144,17 +145,7 @@ Result<GenerationRequest> ParseCompletionRequest(std::string_view body) {
   return r;
 }
 
-Result<GenerationRequest> ParseChatRequest(std::string_view body) {
-  auto obj = ParseObject(body);
-  if (!obj.ok()) return obj.status();
-  return ParseChatRequest(*obj);
-}
-
-Result<GenerationRequest> ParseChatRequest(const json::object& o) {
-  GenerationRequest r;
-  r.chat = true;
-  if (Status s = ParseCommon(o, r); !s.ok()) return s;
-  const json::value* m = o.if_contains("messages");
+Result<engine::ChatMessages> ParseMessages(const json::value* m) {
   if (!m || !m->is_array() || m->as_array().empty()) {
     return InvalidArgument("messages must be a non-empty list", "messages");
   }
@@ -186,7 +177,22 @@ Result<GenerationRequest> ParseChatRequest(const json::object& o) {
     }
     messages.emplace_back(std::string(role->as_string()), std::move(content));
   }
-  r.prompt = Tokenize(engine::ApplyChatTemplate(messages, /*add_generation_prompt=*/true));
+  return messages;
+}
+
+Result<GenerationRequest> ParseChatRequest(std::string_view body) {
+  auto obj = ParseObject(body);
+  if (!obj.ok()) return obj.status();
+  return ParseChatRequest(*obj);
+}
+
+Result<GenerationRequest> ParseChatRequest(const json::object& o) {
+  GenerationRequest r;
+  r.chat = true;
+  if (Status s = ParseCommon(o, r); !s.ok()) return s;
+  auto messages = ParseMessages(o.if_contains("messages"));
+  if (!messages.ok()) return messages.status();
+  r.prompt = Tokenize(engine::ApplyChatTemplate(*messages, /*add_generation_prompt=*/true));
   return r;
 }
 
@@ -219,7 +225,9 @@ std::string VllmErrorBody(const Status& status) {
   const char* type = "InternalServerError";
   switch (status.code()) {
     case ErrorCode::kInvalidArgument:
-      type = "BadRequestError";
+      // vLLM: a request FastAPI could not validate (param "body...") is "Bad Request"
+      // (the HTTP phrase); one its handlers refuse is "BadRequestError".
+      type = status.param().starts_with("body") ? "Bad Request" : "BadRequestError";
       break;
     case ErrorCode::kNotFound:
       type = "NotFoundError";
@@ -249,29 +257,50 @@ json::object Envelope(const ResponseMeta& meta, std::string_view object) {
       {"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
 }
 
-json::object UsageJson(const Usage& u) {
-  return json::object{{"prompt_tokens", u.prompt_tokens},
-                      {"total_tokens", u.prompt_tokens + u.completion_tokens},
-                      {"completion_tokens", u.completion_tokens},
-                      {"prompt_tokens_details", json::object{{"cached_tokens", u.cached_tokens}}}};
+json::object UsageJson(const Usage& u, bool chat, bool stream) {
+  json::object details{{"cached_tokens", u.cached_tokens}};
+  if (chat) {
+    details["created_cache_tokens"] = u.created_cache_tokens;
+  } else if (!stream) {
+    details["created_cache_tokens"] = nullptr;
+  }
+  json::object usage{{"prompt_tokens", u.prompt_tokens},
+                     {"total_tokens", u.prompt_tokens + u.completion_tokens},
+                     {"completion_tokens", u.completion_tokens}};
+  if (!stream) details["multimodal_tokens"] = nullptr;
+  usage["prompt_tokens_details"] = std::move(details);
+  if (!stream) usage["completion_tokens_details"] = nullptr;
+  return usage;
+}
+
+void SetNull(json::object& o, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) o[k] = nullptr;
 }
 
 }  // namespace
 
 std::string FormatResponse(const ResponseMeta& meta, std::string_view text,
                            std::string_view finish_reason, const Usage& usage) {
-  json::object choice{{"index", 0},
-                      {"logprobs", nullptr},
-                      {"finish_reason", finish_reason},
-                      {"stop_reason", nullptr}};
+  json::object choice{{"index", 0}};
   if (meta.chat) {
-    choice["message"] = json::object{{"role", "assistant"}, {"content", text}};
+    json::object message{{"role", "assistant"}, {"content", text}};
+    SetNull(message, {"refusal", "annotations", "audio", "function_call", "reasoning"});
+    choice["message"] = std::move(message);
   } else {
     choice["text"] = text;
   }
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = finish_reason;
+  SetNull(choice, {"stop_reason", "token_ids"});
+  if (!meta.chat) SetNull(choice, {"prompt_logprobs", "prompt_token_ids"});
+  choice["routed_experts"] = nullptr;
   json::object o = Envelope(meta, meta.chat ? "chat.completion" : "text_completion");
   o["choices"] = json::array{std::move(choice)};
-  o["usage"] = UsageJson(usage);
+  o["service_tier"] = nullptr;
+  o["system_fingerprint"] = kSystemFingerprint;
+  o["usage"] = UsageJson(usage, meta.chat, /*stream=*/false);
+  if (meta.chat) SetNull(o, {"prompt_logprobs", "prompt_token_ids", "prompt_text"});
+  SetNull(o, {"kv_transfer_params", "ec_transfer_params", "metrics"});
   return json::serialize(o);
 }
 
@@ -282,32 +311,39 @@ std::string FormatRoleChunk(const ResponseMeta& meta) {
                       {"finish_reason", nullptr}};
   json::object o = Envelope(meta, "chat.completion.chunk");
   o["choices"] = json::array{std::move(choice)};
+  SetNull(o, {"prompt_token_ids", "prompt_text"});
   return json::serialize(o);
 }
 
 std::string FormatTokenChunk(const ResponseMeta& meta, std::string_view text,
-                             std::optional<std::string_view> finish_reason) {
-  json::object choice{{"index", 0}, {"logprobs", nullptr}};
+                             std::optional<std::string_view> finish_reason, bool last) {
+  json::object choice{{"index", 0}};
   if (meta.chat) {
     choice["delta"] = json::object{{"content", text}};
   } else {
     choice["text"] = text;
   }
+  choice["logprobs"] = nullptr;
   if (finish_reason) {
     choice["finish_reason"] = *finish_reason;
-    choice["stop_reason"] = nullptr;
   } else {
     choice["finish_reason"] = nullptr;
   }
+  // vLLM: stop_reason on every completions chunk, on a chat chunk only with the finish.
+  if (finish_reason || !meta.chat) choice["stop_reason"] = nullptr;
+  if (!meta.chat) choice["prompt_token_ids"] = nullptr;
+  choice["token_ids"] = nullptr;
   json::object o = Envelope(meta, meta.chat ? "chat.completion.chunk" : "text_completion");
   o["choices"] = json::array{std::move(choice)};
+  if (last) o["system_fingerprint"] = kSystemFingerprint;
   return json::serialize(o);
 }
 
 std::string FormatUsageChunk(const ResponseMeta& meta, const Usage& usage) {
   json::object o = Envelope(meta, meta.chat ? "chat.completion.chunk" : "text_completion");
   o["choices"] = json::array{};
-  o["usage"] = UsageJson(usage);
+  o["usage"] = UsageJson(usage, meta.chat, /*stream=*/true);
+  o["system_fingerprint"] = kSystemFingerprint;
   return json::serialize(o);
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@
 
 #include "common/status.h"
 #include "common/tokenizer.h"
+#include "engine/chat_template.h"
 
 namespace kinference::enginesim {
 
@@ -35,6 +37,13 @@ struct GenerationRequest {
   bool ignore_eos = false;     // vLLM extra sampling parameter
   std::optional<uint64_t> seed;
 };
+
+// A request body as a JSON object. Errors: kInvalidArgument with param "body" (vLLM's
+// validation-error location) when it is not JSON or not an object.
+Result<boost::json::object> ParseObject(std::string_view body);
+// `messages` of a chat request (null when absent): role and text of each; content a
+// string, null, or a list of {"type":"text","text":...} parts. Errors: kInvalidArgument.
+Result<engine::ChatMessages> ParseMessages(const boost::json::value* messages);
 
 // Parses a /v1/completions body. `prompt`: a string, a list of token ids, a list with
 // one string, or a list with one list of token ids (batched prompts are refused).
@@ -68,7 +77,20 @@ struct Usage {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int cached_tokens = 0;
+  // Prompt tokens this request computed and wrote to the prefix cache (vLLM's
+  // num_cache_creation_tokens: the prompt's full blocks less those it found cached).
+  int created_cache_tokens = 0;
 };
+
+// The fields below follow vLLM 0.32's responses key for key, with null where vLLM sends
+// null for a request without logprobs, tools, reasoning or KV transfer (measured against
+// vLLM by tests/realvllm/test_50_conformance.py). Usage: prompt_tokens, total_tokens,
+// completion_tokens, prompt_tokens_details {cached_tokens, created_cache_tokens (chat;
+// null in a whole completions response, absent from a streamed one), multimodal_tokens
+// (null; whole responses only)}, completion_tokens_details (null; whole responses only).
+// vLLM writes system_fingerprint ("vllm-<version>-<hash>"); engine-sim writes
+// kSystemFingerprint.
+inline constexpr const char* kSystemFingerprint = "kinference-engine-sim";
 
 // Non-streaming response ("text_completion" / "chat.completion").
 std::string FormatResponse(const ResponseMeta& meta, std::string_view text,
@@ -76,9 +98,10 @@ std::string FormatResponse(const ResponseMeta& meta, std::string_view text,
 // Streaming chunks (the JSON after "data: "). The first chat chunk carries
 // delta {"role":"assistant","content":""}.
 std::string FormatRoleChunk(const ResponseMeta& meta);
-// One token's text; `finish_reason` set on the last chunk with content.
+// One token's text; `finish_reason` set on the last chunk with content. `last`: no usage
+// chunk follows, so this one carries system_fingerprint (as vLLM's last chunk does).
 std::string FormatTokenChunk(const ResponseMeta& meta, std::string_view text,
-                             std::optional<std::string_view> finish_reason);
+                             std::optional<std::string_view> finish_reason, bool last = false);
 // The stream_options.include_usage chunk: "choices": [] and usage.
 std::string FormatUsageChunk(const ResponseMeta& meta, const Usage& usage);
 

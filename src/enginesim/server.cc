@@ -11,6 +11,7 @@
 #include "api/sse.h"
 #include "engine/metrics.h"
 #include "enginesim/anthropic_api.h"
+#include "enginesim/tokenize_api.h"
 
 namespace kinference::enginesim {
 
@@ -22,7 +23,11 @@ namespace {
 // end to end with it in model time; beyond this the engine is considered to have idled.
 constexpr double kBackToBackSlackWall = 0.002;
 constexpr const char* kPaths[] = {
-    "/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics", "/v1/messages"};
+    "/v1/completions",  "/v1/chat/completions", "/v1/models", "/health",
+    "/metrics",         "/v1/messages",         "/version",   "/tokenize",
+    "/kv_event_sources"};
+// The vLLM release whose HTTP surface engine-sim follows (tests/realvllm conformance).
+constexpr const char* kVllmVersion = "0.32.0";
 }  // namespace
 
 EngineSimServer::EngineSimServer(asio::io_context& io, EngineSimOptions options,
@@ -39,6 +44,8 @@ EngineSimServer::EngineSimServer(asio::io_context& io, EngineSimOptions options,
       timer_(io) {
   if (options_.served_model_name.empty()) options_.served_model_name = profile.model_name;
   id_salt_ = std::random_device{}();
+  started_unix_s_ =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   server_.Route("POST", "/v1/completions",
                 [this](http::Request r, std::shared_ptr<http::ResponseWriter> w) {
                   HandleGenerate(false, std::move(r), std::move(w));
@@ -61,6 +68,18 @@ EngineSimServer::EngineSimServer(asio::io_context& io, EngineSimOptions options,
   server_.Route("GET", "/metrics", [this](http::Request, std::shared_ptr<http::ResponseWriter> w) {
     HandleMetrics(std::move(w));
   });
+  server_.Route("GET", "/version", [](http::Request, std::shared_ptr<http::ResponseWriter> w) {
+    w->Send(200, "application/json", json::serialize(json::object{{"version", kVllmVersion}}));
+  });
+  server_.Route("POST", "/tokenize",
+                [this](http::Request r, std::shared_ptr<http::ResponseWriter> w) {
+                  HandleTokenize(std::move(r), std::move(w));
+                });
+  // vLLM: the KV-event publisher per data-parallel rank; engine-sim publishes none.
+  server_.Route("GET", "/kv_event_sources",
+                [](http::Request, std::shared_ptr<http::ResponseWriter> w) {
+                  w->Send(200, "application/json", "{}");
+                });
   // FastAPI's answers (vLLM's HTTP framework) for unknown paths and wrong methods.
   server_.SetFallback([](http::Request r, std::shared_ptr<http::ResponseWriter> w) {
     bool known = std::find(std::begin(kPaths), std::end(kPaths), r.path) != std::end(kPaths);
@@ -181,25 +200,56 @@ void EngineSimServer::OnClientGone(const std::string& id) {
   Drive(false);
 }
 
+void EngineSimServer::HandleTokenize(http::Request request,
+                                     std::shared_ptr<http::ResponseWriter> writer) {
+  if (!Authorized(request, *writer)) return;
+  auto parsed = ParseTokenizeRequest(request.body);
+  if (!parsed.ok()) return SendError(*writer, parsed.status());
+  if (!parsed->model.empty() && parsed->model != options_.served_model_name) {
+    return SendError(
+        *writer, Status(ErrorCode::kNotFound, "The model `" + parsed->model + "` does not exist.")
+                     .WithParam("model"));
+  }
+  writer->Send(200, "application/json",
+               FormatTokenizeResponse(*parsed, engine_.profile().max_model_len));
+}
+
 void EngineSimServer::HandleModels(std::shared_ptr<http::ResponseWriter> writer) {
   const auto& name = options_.served_model_name;
+  const auto created = static_cast<int64_t>(std::time(nullptr));
+  // vLLM's ModelPermission (vllm/entrypoints/openai/protocol.py), id "modelperm-<hex>".
+  json::object permission{{"id", "modelperm-" + NewId(false).substr(5, 16)},
+                          {"object", "model_permission"},
+                          {"created", created},
+                          {"allow_create_engine", false},
+                          {"allow_sampling", true},
+                          {"allow_logprobs", true},
+                          {"allow_search_indices", false},
+                          {"allow_view", true},
+                          {"allow_fine_tuning", false},
+                          {"organization", "*"},
+                          {"group", nullptr},
+                          {"is_blocking", false}};
   json::object model{{"id", name},
                      {"object", "model"},
-                     {"created", static_cast<int64_t>(std::time(nullptr))},
+                     {"created", created},
                      {"owned_by", "vllm"},
                      {"root", name},
                      {"parent", nullptr},
                      {"max_model_len", engine_.profile().max_model_len},
-                     {"permission", json::array{}}};
+                     {"permission", json::array{std::move(permission)}}};
   json::object list{{"object", "list"}, {"data", json::array{std::move(model)}}};
   writer->Send(200, "application/json", json::serialize(list));
 }
 
 void EngineSimServer::HandleMetrics(std::shared_ptr<http::ResponseWriter> writer) {
-  // Prometheus text exposition format 0.0.4 (prometheus.io/docs/instrumenting/exposition_formats).
-  writer->Send(200, "text/plain; version=0.0.4; charset=utf-8",
-               engine::RenderPrometheus(engine_.metrics(), engine_.profile(),
-                                        options_.served_model_name, options_.engine_label));
+  // Prometheus text exposition format (prometheus.io/docs/instrumenting/exposition_formats),
+  // under the content type vLLM 0.32's prometheus_client sends.
+  engine::EngineMetrics m = engine_.metrics();
+  m.created_unix_s = started_unix_s_;
+  writer->Send(200, "text/plain; version=1.0.0; charset=utf-8",
+               engine::RenderPrometheus(m, engine_.profile(), options_.served_model_name,
+                                        options_.engine_label));
 }
 
 void EngineSimServer::Drive(bool continuing) {
@@ -260,7 +310,7 @@ void EngineSimServer::Deliver(const engine::StepOutput& out) {
       chunk = Emit(l, FormatRoleChunk(l.meta));
       l.role_sent = true;
     }
-    chunk += Emit(l, FormatTokenChunk(l.meta, t.text, reason));
+    chunk += Emit(l, FormatTokenChunk(l.meta, t.text, reason, reason && !l.include_usage));
     l.writer->Write(std::move(chunk));
   }
 
@@ -280,12 +330,17 @@ void EngineSimServer::Deliver(const engine::StepOutput& out) {
       live_.erase(it);
       continue;
     }
-    const Usage usage{f.prompt_tokens, f.completion_tokens, f.cached_tokens};
+    // Created: the prompt's full blocks that were not found cached (vLLM's
+    // num_cache_creation_tokens; prefix caching keeps full blocks only).
+    const int block = engine_.profile().block_size;
+    const int full = block > 0 ? f.prompt_tokens / block * block : 0;
+    const Usage usage{f.prompt_tokens, f.completion_tokens, f.cached_tokens,
+                      std::max(0, full - f.cached_tokens)};
     const char* reason = engine::FinishReasonName(f.reason);
     if (l.stream) {
       std::string tail;
       if (l.meta.chat && !l.role_sent) tail += Emit(l, FormatRoleChunk(l.meta));
-      if (!l.finish_sent) tail += Emit(l, FormatTokenChunk(l.meta, "", reason));
+      if (!l.finish_sent) tail += Emit(l, FormatTokenChunk(l.meta, "", reason, !l.include_usage));
       if (l.include_usage) tail += Emit(l, FormatUsageChunk(l.meta, usage));
       tail += Emit(l, "[DONE]");
       l.writer->Write(std::move(tail));

@@ -2,7 +2,9 @@
 // that OpenAI clients and vLLM-aware routers can use it as if it were vLLM.
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions (whole or SSE-streamed),
-// GET /v1/models, GET /health, GET /metrics (vLLM metric names, Prometheus text), and
+// GET /v1/models, GET /health, GET /metrics (vLLM metric names, Prometheus text),
+// GET /version (the vLLM release whose surface it follows), POST /tokenize
+// (tokenize_api.h), GET /kv_event_sources ({}: engine-sim publishes no KV events), and
 // POST /v1/messages (Anthropic-compatible, whole or streamed; anthropic_api.h): the
 // equivalent chat completion runs on the engine and its answer is translated back, so
 // an engine-sim can play an Anthropic provider in tests. With required_api_key set,
@@ -81,6 +83,7 @@ class EngineSimServer {
   static std::string Emit(Live& l, const std::string& data);
   bool Authorized(const http::Request& request, http::ResponseWriter& writer);
   void HandleModels(std::shared_ptr<http::ResponseWriter> writer);
+  void HandleTokenize(http::Request request, std::shared_ptr<http::ResponseWriter> writer);
   void HandleMetrics(std::shared_ptr<http::ResponseWriter> writer);
   void SendError(http::ResponseWriter& writer, const Status& status, bool anthropic = false);
   void OnClientGone(const std::string& id);
@@ -102,6 +105,7 @@ class EngineSimServer {
   uint64_t next_id_ = 0;
   uint64_t id_salt_ = 0;
   std::unordered_map<std::string, Live> live_;
+  double started_unix_s_ = 0;  // the metrics' _created time
 };
 
 }  // namespace kinference::enginesim

@@ -44,7 +44,7 @@ TEST(RenderPrometheusTest, HasVllmNamesLabelsAndTypes) {
        {"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
         "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
         "vllm:prompt_tokens_total", "vllm:generation_tokens_total", "vllm:num_preemptions_total",
-        "vllm:request_success_total", "vllm:cache_config_info"}) {
+        "vllm:request_success_total"}) {
     EXPECT_TRUE(Contains(text, std::string("# HELP ") + name + " ")) << name;
     EXPECT_TRUE(Contains(text, std::string("\n") + name + labels)) << name;
   }
@@ -66,9 +66,15 @@ TEST(RenderPrometheusTest, HasVllmNamesLabelsAndTypes) {
       Contains(text, "vllm:request_success_total" + labels + ",finished_reason=\"length\"} 1.0\n"));
   EXPECT_TRUE(
       Contains(text, "vllm:time_to_first_token_seconds_bucket" + labels + ",le=\"0.001\"} 0.0\n"));
-  EXPECT_TRUE(Contains(text, "vllm:cache_config_info" + labels +
-                                 ",block_size=\"16\",enable_prefix_caching=\"True\","
-                                 "num_gpu_blocks=\"9155\"} 1.0\n"));
+  // As vLLM writes it: no model_name label on the info gauge.
+  EXPECT_TRUE(Contains(text,
+                       "vllm:cache_config_info{block_size=\"16\",enable_prefix_caching=\"True\","
+                       "engine=\"0\",num_gpu_blocks=\"9155\"} 1.0\n"));
+  // Counters and histograms have their _created gauge (0 here: created_unix_s unset).
+  EXPECT_TRUE(Contains(text, "# TYPE vllm:prompt_tokens_created gauge\n"));
+  EXPECT_TRUE(Contains(text, "vllm:prompt_tokens_created" + labels + "} 0.0\n"));
+  EXPECT_TRUE(Contains(text, "vllm:time_to_first_token_seconds_created" + labels + "} 0.0\n"));
+  EXPECT_TRUE(Contains(text, "vllm:prompt_tokens_cached_total" + labels + "} 0.0\n"));
 }
 
 }  // namespace

@@ -74,13 +74,32 @@ TEST_F(EngineSimTest, RepeatedLongPromptHitsPrefixCache) {
   EXPECT_GE(cached, 2000 - 16);
   EXPECT_LT(cached, 2000);
   EXPECT_EQ(cached % 16, 0);
+  // The first request wrote its 125 full blocks to the cache, the second none.
+  EXPECT_TRUE(first.at("prompt_tokens_details").at("created_cache_tokens").is_null());
+  auto chat = [&](int words) {
+    return Json(Fetch("POST", "/v1/chat/completions",
+                      R"({"messages":[{"role":"user","content":")" + SyntheticText(77, words) +
+                          R"("}],"max_tokens":1,"ignore_eos":true})")
+                    .body)
+        .at("usage")
+        .at("prompt_tokens_details");
+  };
+  // 1,001 words + 8 ChatML tokens = 1,009 prompt tokens: 63 full blocks of 16.
+  auto a = chat(1001);
+  EXPECT_EQ(a.at("created_cache_tokens").as_int64(), 1008);
+  EXPECT_EQ(a.at("cached_tokens").as_int64(), 0);
+  auto b = chat(1001);
+  EXPECT_EQ(b.at("created_cache_tokens").as_int64(), 0);
+  EXPECT_EQ(b.at("cached_tokens").as_int64(), 1008);
 }
 
 TEST_F(EngineSimTest, MalformedJsonIs400) {
   auto r = Fetch("POST", "/v1/chat/completions", R"({"messages": [)");
   EXPECT_EQ(r.status, 400);
   auto e = Json(r.body).at("error");
-  EXPECT_EQ(e.at("type").as_string(), "BadRequestError");
+  // vLLM (FastAPI) names a body it cannot decode "Bad Request", at location "body...".
+  EXPECT_EQ(e.at("type").as_string(), "Bad Request");
+  EXPECT_EQ(e.at("param").as_string(), "body");
   EXPECT_EQ(e.at("code").as_int64(), 400);
   EXPECT_TRUE(e.at("message").is_string());
 }
@@ -139,7 +158,7 @@ TEST_F(EngineSimTest, MetricsUseVllmNames) {
   Fetch("POST", "/v1/completions", R"({"prompt":" p q","max_tokens":2,"ignore_eos":true})");
   auto m = Fetch("GET", "/metrics");
   ASSERT_EQ(m.status, 200);
-  EXPECT_EQ(m.headers.Find("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(m.headers.Find("content-type"), "text/plain; version=1.0.0; charset=utf-8");
   for (const char* name :
        {"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
         "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
@@ -153,6 +172,41 @@ TEST_F(EngineSimTest, MetricsUseVllmNames) {
   }
   EXPECT_EQ(Metric(m.body, "vllm:generation_tokens_total" + labels), *before + 2.0);
   EXPECT_EQ(Metric(m.body, "vllm:num_requests_running" + labels), 0.0);
+  EXPECT_TRUE(Metric(m.body, "vllm:prompt_tokens_cached_total" + labels).has_value());
+  // Counters and histograms carry prometheus_client's _created gauge (Unix seconds).
+  for (const char* name : {"vllm:generation_tokens_created", "vllm:prompt_tokens_cached_created",
+                           "vllm:time_to_first_token_seconds_created"}) {
+    auto created = Metric(m.body, name + labels);
+    ASSERT_TRUE(created.has_value()) << name;
+    EXPECT_GT(*created, 1.7e9) << name;
+  }
+  EXPECT_NE(m.body.find("# TYPE vllm:generation_tokens_created gauge"), std::string::npos);
+}
+
+TEST_F(EngineSimTest, VersionTokenizeAndKvEventSources) {
+  auto v = Fetch("GET", "/version");
+  ASSERT_EQ(v.status, 200);
+  EXPECT_EQ(Json(v.body).at("version").as_string(), "0.32.0");
+  auto t = Fetch("POST", "/tokenize", R"({"prompt":" one two three","return_token_strs":true})");
+  ASSERT_EQ(t.status, 200) << t.body;
+  auto j = Json(t.body);
+  EXPECT_EQ(j.at("count").as_int64(), 3);
+  EXPECT_EQ(j.at("max_model_len").as_int64(), 131072);
+  EXPECT_EQ(j.at("tokens").as_array().size(), 3u);
+  EXPECT_EQ(j.at("token_strs"), Json(R"([" one"," two"," three"])"));
+  // Chat form: the ChatML rendering with the generation prompt, as a chat request sees it.
+  auto c =
+      Json(Fetch("POST", "/tokenize", R"({"messages":[{"role":"user","content":"hi"}]})").body);
+  EXPECT_TRUE(c.at("token_strs").is_null());
+  auto gen = Json(Fetch("POST", "/v1/chat/completions",
+                        R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":1})")
+                      .body);
+  EXPECT_EQ(c.at("count"), gen.at("usage").at("prompt_tokens"));
+  EXPECT_EQ(Fetch("POST", "/tokenize", R"({"model":"other","prompt":"x"})").status, 404);
+  EXPECT_EQ(Fetch("POST", "/tokenize", R"({"add_special_tokens":true})").status, 400);
+  auto k = Fetch("GET", "/kv_event_sources");
+  EXPECT_EQ(k.status, 200);
+  EXPECT_EQ(Json(k.body), Json("{}"));  // engine-sim publishes no KV events
 }
 
 }  // namespace

@@ -47,8 +47,8 @@ TEST(ParseCompletion, Errors) {
     const char* body;
     const char* param;
   } cases[] = {
-      {R"({"prompt":)", ""},
-      {R"([1,2])", ""},
+      {R"({"prompt":)", "body"},  // vLLM's location of a body it cannot validate
+      {R"([1,2])", "body"},
       {R"({})", "prompt"},
       {R"({"prompt":""})", "prompt"},
       {R"({"prompt":[]})", "prompt"},
@@ -162,6 +162,34 @@ TEST(Format, Shapes) {
   auto usage = json::parse(FormatUsageChunk(chat, u));
   EXPECT_TRUE(usage.at("choices").as_array().empty());
   EXPECT_EQ(usage.at("usage").at("completion_tokens").as_int64(), 3);
+}
+
+TEST(Format, FollowsVllmKeyForKey) {
+  ResponseMeta chat{"chatcmpl-1", 1700000000, "m", true};
+  ResponseMeta cmpl{"cmpl-1", 1700000000, "m", false};
+  Usage u{300, 3, 128, 128};
+  auto full = json::parse(FormatResponse(chat, "hi", "length", u)).as_object();
+  const auto& d = full.at("usage").at("prompt_tokens_details");
+  EXPECT_EQ(d.at("created_cache_tokens").as_int64(), 128);
+  EXPECT_TRUE(d.at("multimodal_tokens").is_null());
+  EXPECT_TRUE(full.at("usage").at("completion_tokens_details").is_null());
+  EXPECT_TRUE(full.at("choices").at(0).at("message").at("refusal").is_null());
+  EXPECT_EQ(full.at("system_fingerprint").as_string(), kSystemFingerprint);
+  EXPECT_TRUE(full.at("kv_transfer_params").is_null());
+  // A whole completions response: created_cache_tokens null; a streamed one: absent.
+  auto text = json::parse(FormatResponse(cmpl, "hi", "stop", u)).as_object();
+  EXPECT_TRUE(text.at("usage").at("prompt_tokens_details").at("created_cache_tokens").is_null());
+  auto su = json::parse(FormatUsageChunk(cmpl, u)).at("usage").as_object();
+  EXPECT_FALSE(su.at("prompt_tokens_details").as_object().contains("created_cache_tokens"));
+  EXPECT_FALSE(su.contains("completion_tokens_details"));
+  // The last chunk carries system_fingerprint; a chat token chunk has stop_reason only
+  // with its finish reason.
+  auto tok = json::parse(FormatTokenChunk(chat, " a", std::nullopt)).as_object();
+  EXPECT_FALSE(tok.contains("system_fingerprint"));
+  EXPECT_FALSE(tok.at("choices").at(0).as_object().contains("stop_reason"));
+  auto last = json::parse(FormatTokenChunk(chat, " b", "length", true)).as_object();
+  EXPECT_EQ(last.at("system_fingerprint").as_string(), kSystemFingerprint);
+  EXPECT_TRUE(last.at("choices").at(0).at("stop_reason").is_null());
 }
 
 }  // namespace

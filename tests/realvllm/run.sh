@@ -18,8 +18,10 @@ WORK="$(dirname "$BIN")/realvllm-logs"
 t0=$SECONDS
 
 GW_PID=""
+SIM_PID=""
 cleanup() {
-  if [[ -n $GW_PID ]]; then kill "$GW_PID" 2>/dev/null || true; wait "$GW_PID" 2>/dev/null || true; fi
+  local pid
+  for pid in $GW_PID $SIM_PID; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   bash "$ROOT/scripts/vllm-serve.sh" stop "$WORK/vllm" || true
 }
 trap cleanup EXIT
@@ -45,16 +47,28 @@ pools:
     model: $VLLM_MODEL
     endpoints: [${endpoints%, }]
 YAML
+# port_of NAME PID: waits for NAME's "listening on host:port" line and prints the port.
+port_of() {
+  local name=$1 pid=$2 line
+  for _ in $(seq 1 300); do
+    line="$(grep -m1 'listening on' "$WORK/$name.log" || true)"
+    if [[ -n $line ]]; then echo "${line##*:}" | tr -dc '0-9'; return 0; fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "run.sh: $name did not start:" >&2
+  cat "$WORK/$name.log" >&2
+  return 1
+}
 "$BIN" gateway --config "$WORK/gateway.yaml" >"$WORK/gateway.log" 2>&1 &
 GW_PID=$!
-port=""
-for _ in $(seq 1 300); do
-  line="$(grep -m1 'listening on' "$WORK/gateway.log" || true)"
-  if [[ -n $line ]]; then port="$(echo "${line##*:}" | tr -dc '0-9')"; break; fi
-  kill -0 "$GW_PID" 2>/dev/null || break
-  sleep 0.1
-done
-[[ -n $port ]] || { echo "run.sh: gateway did not start:" >&2; cat "$WORK/gateway.log" >&2; exit 1; }
+port=$(port_of gateway "$GW_PID")
+# engine-sim serving the same model name, for the conformance test (test_50_conformance.py).
+"$BIN" engine-sim --port 0 --time-scale 20 --served-model-name "$VLLM_MODEL" \
+  >"$WORK/engine-sim.log" 2>&1 &
+SIM_PID=$!
+sim_port=$(port_of engine-sim "$SIM_PID")
+export REALVLLM_ENGINE_SIM_URL="http://127.0.0.1:$sim_port"
 
 export REALVLLM_GATEWAY_URL="http://127.0.0.1:$port"
 export REALVLLM_GATEWAY_LOG="$WORK/gateway.log"
