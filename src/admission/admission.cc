@@ -17,6 +17,10 @@ void AdmissionController::SetEndpoint(const std::string& id, const std::string& 
 
 void AdmissionController::RemoveEndpoint(const std::string& id) { endpoints_.erase(id); }
 
+void AdmissionController::SetAvailable(const std::string& id, bool available) {
+  if (auto it = endpoints_.find(id); it != endpoints_.end()) it->second.available = available;
+}
+
 void AdmissionController::ObserveMetrics(const std::string& id, double running, double waiting) {
   auto it = endpoints_.find(id);
   if (it == endpoints_.end() || it->second.configured != kDerive) return;
@@ -45,6 +49,7 @@ int AdmissionController::InFlight(const std::string& id) const {
 }
 
 bool AdmissionController::HasRoom(const std::string& id) const {
+  if (auto it = endpoints_.find(id); it != endpoints_.end() && !it->second.available) return false;
   int limit = Limit(id);
   return limit == kUnlimited || InFlight(id) < limit;
 }

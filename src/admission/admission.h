@@ -95,6 +95,9 @@ class AdmissionController {
   // kDerive). Its in-flight count is kept.
   void SetEndpoint(const std::string& id, const std::string& pool, int max_in_flight);
   void RemoveEndpoint(const std::string& id);
+  // An endpoint that may not take requests now (ejected, breaker open) has no room,
+  // whatever its limit; it keeps its in-flight count. Endpoints start available.
+  void SetAvailable(const std::string& id, bool available);
 
   // A scrape of `id` (kDerive endpoints learn their concurrency; others ignore it).
   void ObserveMetrics(const std::string& id, double running, double waiting);
@@ -138,6 +141,7 @@ class AdmissionController {
     int configured = kDerive;
     int concurrency = 0;  // learned engine concurrency (kDerive); 0: not yet seen
     int in_flight = 0;
+    bool available = true;
   };
   struct Entry {
     Waiter waiter;

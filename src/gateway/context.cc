@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace kinference::gateway {
 
@@ -20,7 +21,8 @@ GatewayContext::GatewayContext(GatewayConfig cfg, boost::asio::any_io_executor e
       executor(std::move(ex)),
       clock(config.time_scale),
       router(MakeRouterConfig(config)),
-      policy(config, executor) {
+      policy(config, executor),
+      admission(config, executor, clock) {
   stats.SetPolicyGeneration(policy.store.Current()->generation);
   if (!KnowsStrategy(config.strategy)) {
     std::string known;
@@ -35,6 +37,7 @@ GatewayContext::GatewayContext(GatewayConfig cfg, boost::asio::any_io_executor e
       ep.address = pool.endpoints[i];
       router.AddEndpoint(ep.info, clock.Now());
       stats.SetEndpointHealthy(ep.info.id, true);
+      stats.SetMetricsStale(ep.info.id, false);
       endpoints.push_back(std::move(ep));
     }
   }
@@ -69,17 +72,77 @@ void GatewayContext::OnUpstreamResult(const std::string& id, bool ok) {
     ep->healthy = false;
     router.SetHealthy(id, false);
     stats.SetEndpointHealthy(id, false);
+    admission.controller().SetAvailable(id, false);
   }
+}
+
+void GatewayContext::OnRequestResult(const std::string& id, routing::RequestResult result) {
+  Endpoint* ep = FindMutable(id);
+  if (!ep || ep->provider) return;
+  Seconds now = clock.Now();
+  if (!outlier.Record(id, result, now)) return;
+  auto until = outlier.EjectedUntil(id, now);
+  spdlog::warn("endpoint {} ejected for {:.1f} s after a failed request ({} ejection(s))", id,
+               until ? *until - now : 0.0, outlier.ejections_total(id));
+  stats.RecordEjection(id);
+  if (!ep->healthy) return;
+  ep->healthy = false;
+  router.SetHealthy(id, false);
+  stats.SetEndpointHealthy(id, false);
+  admission.controller().SetAvailable(id, false);
+}
+
+int GatewayContext::RetryAfterUnhealthyS(const std::vector<routing::EndpointId>& ids) const {
+  Seconds now = clock.Now();
+  std::optional<Seconds> first;
+  for (const auto& id : ids) {
+    const Endpoint* ep = Find(id);
+    if (!ep) continue;
+    std::optional<Seconds> until;
+    if (ep->breaker) {
+      if (ep->breaker->open()) until = ep->breaker->open_until();
+    } else {
+      until = outlier.EjectedUntil(id, now);
+    }
+    if (until && (!first || *until < *first)) first = until;
+  }
+  if (!first) return 1;
+  return static_cast<int>(std::clamp(std::ceil(config.RealSeconds(*first - now)), 1.0, 3600.0));
+}
+
+std::vector<std::string> GatewayContext::ServableModels() const {
+  std::vector<std::string> out;
+  for (const auto& m : Models()) {
+    for (const auto& ep : endpoints) {
+      if (ep.info.model == m && ep.healthy) {
+        out.push_back(m);
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 void GatewayContext::RefreshBreakers() {
   Seconds now = clock.Now();
+  for (const auto& id : outlier.Unejected(now)) {
+    Endpoint* ep = FindMutable(id);
+    if (!ep || ep->healthy) continue;
+    spdlog::info("endpoint {}: ejection over; eligible again", id);
+    ep->healthy = true;
+    router.SetHealthy(id, true);
+    stats.SetEndpointHealthy(id, true);
+    admission.controller().SetAvailable(id, true);
+    admission.Pump();
+  }
   for (auto& ep : endpoints) {
     if (!ep.breaker || !ep.breaker->MaybeClose(now)) continue;
     spdlog::info("provider {}: cool-down over; trying it again", ep.info.id);
     ep.healthy = true;
     router.SetHealthy(ep.info.id, true);
     stats.SetEndpointHealthy(ep.info.id, true);
+    admission.controller().SetAvailable(ep.info.id, true);
+    admission.Pump();
   }
 }
 

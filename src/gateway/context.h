@@ -15,22 +15,29 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "gateway/admission_gate.h"
 #include "gateway/config/config.h"
 #include "gateway/config/policy_runtime.h"
 #include "gateway/stats/stats.h"
 #include "gateway/upstream/provider.h"
+#include "routing/outlier.h"
 #include "routing/router.h"
 
 namespace kinference::gateway {
 
-// Scrape failures in a row after which an endpoint is marked unhealthy.
-inline constexpr int kUnhealthyAfterFailures = 3;
+// Health of a local endpoint (docs/reliability.md): passive, from its requests' results
+// (routing/outlier.h: a connect failure, a reset or a 5xx ejects it at once for a growing
+// time) and from scrapes that cannot connect (vLLM serves /metrics on its API port, so a
+// refused /metrics connection is a refused inference connection). Any other scrape
+// failure (timeout, error status, unparsable text) only marks the endpoint's metrics
+// stale: the router then predicts from its own in-flight bookkeeping.
 
 struct Endpoint {
   routing::EndpointInfo info;  // id = "<pool>/<index>"
   EndpointAddress address;
-  int consecutive_failures = 0;
-  bool healthy = true;
+  int consecutive_failures = 0;  // failed scrapes in a row
+  bool metrics_stale = false;    // the last scrape failed
+  bool healthy = true;           // not ejected (local) / breaker closed (provider)
   bool scrape_in_flight = false;
   // The last successful /metrics scrape (queue depth, KV usage for policies); none yet.
   std::optional<routing::MetricsSnapshot> last_metrics;
@@ -67,6 +74,10 @@ struct GatewayContext {
   std::vector<std::weak_ptr<InFlightRequest>> in_flight;
   // InferencePolicy store, decision log, counters, taggers (exchange/policy_gate.h).
   PolicyRuntime policy;
+  // Passive health of local endpoints (providers have their circuit breakers).
+  routing::OutlierDetector outlier;
+  // Admission control: per-endpoint in-flight limits and the pools' wait queues.
+  AdmissionGate admission;
 
   const Endpoint* Find(const std::string& id) const;
   Endpoint* FindMutable(const std::string& id);
@@ -74,6 +85,15 @@ struct GatewayContext {
   // endpoints), and closing breakers whose cool-down ended (half-open).
   void OnUpstreamResult(const std::string& id, bool ok);
   void RefreshBreakers();
+  // Passive health: the result of a request to local endpoint `id`; ejects it (unhealthy
+  // for the router, admission and /ready) on a failure the detector counts. Ejections
+  // whose time is up end in RefreshBreakers.
+  void OnRequestResult(const std::string& id, routing::RequestResult result);
+  // Seconds until the first of `ids`' ejections or open breakers ends (1 when none; for
+  // Retry-After on a 503).
+  int RetryAfterUnhealthyS(const std::vector<routing::EndpointId>& ids) const;
+  // Models with at least one healthy endpoint (readiness).
+  std::vector<std::string> ServableModels() const;
   bool ServesModel(const std::string& model) const;
   // Ids of every endpoint serving `model`, in config order.
   std::vector<routing::EndpointId> EndpointsFor(const std::string& model) const;

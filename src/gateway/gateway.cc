@@ -65,6 +65,11 @@ Result<uint16_t> Gateway::Start() {
   options.address = ctx_->config.listen_address;
   options.port = ctx_->config.listen_port;
   options.max_body_bytes = ctx_->config.max_body_bytes;
+  // The server's own errors (413, malformed HTTP 400, 503 while draining) in the shape of
+  // the path's API: Anthropic's under /v1/messages, OpenAI's elsewhere.
+  options.error_body = [](std::string_view path, const Status& status) {
+    return IsAnthropicPath(path) ? api::anthropic::ErrorBody(status) : api::OpenAiErrorBody(status);
+  };
   server_ = std::make_unique<http::Server>(io_, options);
   auto ctx = ctx_;
   // Every route goes through `route`, which also records the path's methods for 405
@@ -97,15 +102,36 @@ Result<uint16_t> Gateway::Start() {
     w->Send(200, "application/json",
             json::serialize(json::object{{"object", "list"}, {"data", std::move(data)}}));
   });
-  route("GET", "/health", [ctx](http::Request, auto w) {
-    int healthy = 0;
-    for (const auto& ep : ctx->endpoints) healthy += ep.healthy ? 1 : 0;
-    json::object body{{"status", healthy > 0 ? "ok" : "unavailable"},
-                      {"healthy_endpoints", healthy},
-                      {"endpoints", ctx->endpoints.size()}};
-    w->Send(healthy > 0 ? 200 : 503, "application/json", json::serialize(body));
+  // Liveness: the gateway's io thread answers. Readiness: some model has a healthy
+  // endpoint (not ejected, breaker closed); per model below.
+  route("GET", "/health", [](http::Request, auto w) {
+    w->Send(200, "application/json", json::serialize(json::object{{"status", "ok"}}));
+  });
+  route("GET", "/ready", [ctx](http::Request, auto w) {
+    ctx->RefreshBreakers();
+    json::object models;
+    for (const auto& m : ctx->Models()) {
+      int healthy = 0, total = 0;
+      for (const auto& ep : ctx->endpoints) {
+        if (ep.info.model != m) continue;
+        ++total;
+        healthy += ep.healthy ? 1 : 0;
+      }
+      models[m] = json::object{{"healthy_endpoints", healthy}, {"endpoints", total}};
+    }
+    const bool ready = !ctx->ServableModels().empty();
+    w->Send(ready ? 200 : 503, "application/json",
+            json::serialize(json::object{{"status", ready ? "ready" : "unavailable"},
+                                         {"models", std::move(models)}}));
   });
   route("GET", "/metrics", [ctx](http::Request, auto w) {
+    ctx->RefreshBreakers();
+    const auto& ac = ctx->admission.controller();
+    for (const auto& pool : ac.Pools()) {
+      admission::PoolStats ps = ac.Stats(pool);
+      ctx->stats.SetAdmission(pool, ps.waiting, ps.queued_total, ps.refused_queue_full_total,
+                              ps.refused_timeout_total, ps.evicted_total);
+    }
     w->Send(200, "text/plain; version=0.0.4; charset=utf-8", ctx->stats.Exposition());
   });
   route("GET", "/debug/decisions", [ctx](http::Request r, auto w) { ServeDecisions(*ctx, r, *w); });
@@ -189,6 +215,7 @@ void Gateway::Stop() {
   if (drain_timer_) drain_timer_->cancel();
   drain_done_ = nullptr;
   if (scraper_) scraper_->Stop();
+  ctx_->admission.Stop();
   if (reloader_) reloader_->Stop();
   if (server_) server_->Stop();
 }

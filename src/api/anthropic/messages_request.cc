@@ -236,8 +236,10 @@ Result<MessagesRequest> TranslateRequest(const json::object& body) {
   MessagesRequest r;
 
   const auto* model = o->if_contains("model");
-  if (!model || !model->is_string() || model->get_string().empty())
-    return InvalidArgument("model: Field required");
+  if (!model || model->is_null()) return InvalidArgument("model: Field required");
+  if (!model->is_string()) return InvalidArgument("model: Input should be a valid string");
+  if (model->get_string().empty())
+    return InvalidArgument("model: String should have at least 1 character");
   r.model = std::string(model->get_string());
 
   const auto* max_tokens = o->if_contains("max_tokens");
@@ -279,10 +281,21 @@ Result<MessagesRequest> TranslateRequest(const json::object& body) {
   out["max_tokens"] = r.max_tokens;
   out["stream"] = r.stream;
   if (r.stream) out["stream_options"] = json::object{{"include_usage", true}};
+  // Ranges of the Messages API reference (docs.anthropic.com/en/api/messages):
+  // temperature 0..1, top_p 0..1, top_k >= 0.
   for (const char* name : {"temperature", "top_p", "top_k"}) {
     if (const auto* x = o->if_contains(name); x && !x->is_null()) {
       if (!x->is_number())
         return InvalidArgument(std::string(name) + ": Input should be a valid number");
+      const double v = x->to_number<double>();
+      if (std::string_view(name) == "top_k") {
+        if (!x->is_int64() && !x->is_uint64())
+          return InvalidArgument("top_k: Input should be a valid integer");
+        if (v < 0) return InvalidArgument("top_k: Input should be greater than or equal to 0");
+      } else if (!(v >= 0 && v <= 1)) {
+        return InvalidArgument(std::string(name) + ": Input should be between 0 and 1, got " +
+                               json::serialize(*x));
+      }
       out[name] = *x;
     }
   }

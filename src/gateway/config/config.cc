@@ -21,7 +21,7 @@ using config_fields::Scalar;
 
 PoolConfig ParsePool(const YAML::Node& node, const std::string& where) {
   if (!node.IsMap()) Fail(where, "expected a map with name, model, endpoints");
-  CheckKeys(node, where, {"name", "model", "endpoints"});
+  CheckKeys(node, where, {"name", "model", "endpoints", "max_in_flight"});
   PoolConfig pool;
   if (!node["name"]) Fail(where + ".name", "missing");
   pool.name = NonEmptyString(node["name"], where + ".name");
@@ -37,6 +37,15 @@ PoolConfig ParsePool(const YAML::Node& node, const std::string& where) {
       if (seen.host == a.host && seen.port == a.port)
         Fail(field, "duplicate endpoint " + a.host + ":" + std::to_string(a.port));
     pool.endpoints.push_back(std::move(a));
+  }
+  if (const auto m = node["max_in_flight"]) {
+    if (m.IsScalar() && m.Scalar() == "derive") {
+      pool.max_in_flight = -1;
+    } else {
+      int v = Scalar<int>(m, where + ".max_in_flight", "an integer or derive");
+      if (v < 0) Fail(where + ".max_in_flight", "must be >= 0 (0: no limit) or derive");
+      pool.max_in_flight = v;
+    }
   }
   return pool;
 }
@@ -68,7 +77,7 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text) {
   CheckKeys(root, "",
             {"listen", "strategy", "scrape_interval_s", "time_scale", "request_timeout_s",
              "max_body_bytes", "block_chars", "drain_timeout_s", "upstream_streaming", "pools",
-             "tenants", "providers", "policies", "tagging"});
+             "tenants", "providers", "policies", "tagging", "admission", "backpressure"});
   GatewayConfig c;
   if (const auto listen = root["listen"]) {
     if (!listen.IsMap()) Fail("listen", "expected a map with address, port");
@@ -113,6 +122,31 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text) {
   if (root["providers"]) c.providers = ParseProvidersConfig(root["providers"]);
   if (root["policies"]) c.policies = ParsePoliciesConfig(root["policies"]);
   if (root["tagging"]) c.tagging = ParseTaggingConfig(root["tagging"]);
+  if (const auto a = root["admission"]) {
+    if (!a.IsMap()) Fail("admission", "expected a map with max_queue, queue_timeout_s");
+    CheckKeys(a, "admission", {"max_queue", "queue_timeout_s"});
+    if (a["max_queue"]) {
+      int v = Scalar<int>(a["max_queue"], "admission.max_queue", "an integer");
+      if (v < 0) Fail("admission.max_queue", "must be >= 0 (0: refuse when full)");
+      c.admission.max_queue = v;
+    }
+    if (a["queue_timeout_s"])
+      c.admission.queue_timeout_s = DurationS(a["queue_timeout_s"], "admission.queue_timeout_s");
+  }
+  if (const auto b = root["backpressure"]) {
+    if (!b.IsMap())
+      Fail("backpressure", "expected a map with client_buffer_bytes, client_stall_timeout_s");
+    CheckKeys(b, "backpressure", {"client_buffer_bytes", "client_stall_timeout_s"});
+    if (b["client_buffer_bytes"]) {
+      auto v = Scalar<long long>(b["client_buffer_bytes"], "backpressure.client_buffer_bytes",
+                                 "an integer");
+      if (v <= 0) Fail("backpressure.client_buffer_bytes", "must be > 0");
+      c.backpressure.client_buffer_bytes = static_cast<size_t>(v);
+    }
+    if (b["client_stall_timeout_s"])
+      c.backpressure.client_stall_timeout_s =
+          DurationS(b["client_stall_timeout_s"], "backpressure.client_stall_timeout_s");
+  }
   const YAML::Node pools = root["pools"];
   if (!c.providers.empty() && (!pools || (pools.IsSequence() && pools.size() == 0))) return c;
   if (!pools || !pools.IsSequence() || pools.size() == 0)

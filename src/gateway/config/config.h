@@ -12,7 +12,10 @@
 //   drain_timeout_s: 30                         # real seconds; see below
 //   upstream_streaming: always                  # always | as_requested; see below
 //   pools:
-//     - {name: a, model: m, endpoints: ["http://127.0.0.1:8001", ...]}
+//     - {name: a, model: m, endpoints: ["http://127.0.0.1:8001", ...],
+//        max_in_flight: 0}                      # per endpoint: N | 0 (no limit) | derive
+//   admission: {max_queue: 256, queue_timeout_s: 10}   # per pool; docs/reliability.md
+//   backpressure: {client_buffer_bytes: 262144, client_stall_timeout_s: 30}
 //   tenants: {...}                              # API-key tenants (gateway/front/tenants.h)
 //   providers: [...]                            # external providers (gateway/upstream/provider.h)
 //   policies: {files: [...], reload_interval_s: 2}   # InferencePolicy files
@@ -65,6 +68,28 @@ struct PoolConfig {
   std::string name;
   std::string model;  // served model name (OpenAI `model`)
   std::vector<EndpointAddress> endpoints;
+  // Requests in flight per endpoint at most (admission/admission.h): a number, 0 (the
+  // default) for no limit, or -1 (`derive`): learned from the endpoint's scrapes. Not
+  // derived by default: a scrape taken while one long prefill holds the engine
+  // (running 1, waiting > 0) would teach a concurrency of 1 that nothing raises again.
+  int max_in_flight = 0;
+};
+
+// Admission control (gateway/admission_gate.h): the wait queue of each pool.
+struct AdmissionConfig {
+  int max_queue = 256;          // waiters per pool; more are refused (429)
+  double queue_timeout_s = 10;  // model seconds a request may wait for room
+};
+
+// Backpressure on streamed responses (exchange/exchange.h): when a client has more than
+// client_buffer_bytes queued and not taken by its socket the upstream read pauses, and a
+// client that takes nothing for client_stall_timeout_s (real seconds) is disconnected and
+// its upstream request cancelled (vLLM aborts it). 256 KiB: a few thousand SSE events,
+// far more than one client's socket buffers; 30 s: our choice, longer than any pause a
+// live reader makes.
+struct BackpressureConfig {
+  size_t client_buffer_bytes = 256 * 1024;
+  double client_stall_timeout_s = 30;
 };
 
 // How non-streamed client requests go upstream (see upstream_streaming above).
@@ -93,6 +118,8 @@ struct GatewayConfig {
   std::vector<ProviderConfig> providers;
   PoliciesConfig policies;  // no files: no policies
   TaggingConfig tagging;
+  AdmissionConfig admission;
+  BackpressureConfig backpressure;
 };
 
 // The drain grace to use: `cli_drain_timeout_s` when the flag was given on the command

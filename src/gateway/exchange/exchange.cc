@@ -78,9 +78,33 @@ void Exchange::Attempt() {
     if (last && last->provider) candidates.push_back(last->info.id);
   }
   Seconds now = ctx_->clock.Now();
-  if (candidates.empty()) {
-    return FailBeforeResponse(Status(ErrorCode::kUnavailable, last_error_), "none");
+  if (candidates.empty()) {  // every allowed endpoint was tried
+    http::Headers h;
+    h.Add("Retry-After", std::to_string(ctx_->RetryAfterUnhealthyS(allowed_)));
+    return FailBeforeResponse(Status(ErrorCode::kUnavailable, last_error_), "none", "error",
+                              std::move(h));
   }
+  // Passive health, then admission: healthy endpoints only, and among them those with
+  // room; every healthy one full: wait in the pool's queue.
+  std::vector<routing::EndpointId> healthy = candidates;
+  std::erase_if(healthy, [&](const auto& id) {
+    const Endpoint* e = ctx_->Find(id);
+    return e && !e->healthy;
+  });
+  if (healthy.empty()) {
+    int retry = ctx_->RetryAfterUnhealthyS(candidates);
+    http::Headers h;
+    h.Add("Retry-After", std::to_string(retry));
+    std::string message =
+        tried_.empty() ? fmt::format("No healthy endpoint serves model '{}' now; retry after {} s.",
+                                     req_.model, retry)
+                       : last_error_;
+    return FailBeforeResponse(Status(ErrorCode::kUnavailable, message), "none", "error",
+                              std::move(h));
+  }
+  std::vector<routing::EndpointId> room = ctx_->admission.controller().WithRoom(healthy);
+  if (room.empty()) return Queue(std::move(healthy));
+  candidates = std::move(room);
   auto decision = ctx_->router.Pick(features_, candidates, strategy_, now);
   if (!decision.ok()) {
     Status s = decision.status();
@@ -102,6 +126,8 @@ void Exchange::Attempt() {
   LogDecision(*ctx_, record_);
   ctx_->router.OnDispatched(features_, decision_, now);
   dispatched_ = true;
+  ctx_->admission.controller().OnDispatched(decision_.endpoint, req_.tenant);
+  slot_ = decision_.endpoint;
 
   decoder_.reset();
   relay_raw_ = false;
@@ -124,6 +150,44 @@ void Exchange::Attempt() {
   call_ = http::StartCall(ctx_->executor, std::move(call->request), std::move(cb));
 }
 
+void Exchange::Queue(std::vector<routing::EndpointId> candidates) {
+  AdmissionGate::Refusal refusal;
+  std::shared_ptr<AdmissionWaiter> self = shared_from_this();
+  auto ticket =
+      ctx_->admission.Enqueue(self, req_.tenant, priority_, std::move(candidates), refusal);
+  if (!ticket) return Refused(refusal.status, refusal.retry_after_s);
+  ticket_ = *ticket;
+}
+
+void Exchange::Admitted() {
+  ticket_.reset();
+  if (finished_) return;
+  Attempt();
+}
+
+void Exchange::Refused(const Status& s, int retry_after_s) {
+  ticket_.reset();
+  if (finished_) return;
+  spdlog::info("request {}: {}", base_request_id_, s.message());
+  http::Headers h;
+  h.Add("Retry-After", std::to_string(retry_after_s));
+  FailBeforeResponse(s, "none", "overloaded", std::move(h));
+}
+
+void Exchange::LeaveQueue() {
+  if (!ticket_) return;
+  ctx_->admission.Cancel(*ticket_);
+  ticket_.reset();
+}
+
+void Exchange::ReleaseSlot() {
+  if (slot_.empty()) return;
+  std::string slot = std::move(slot_);
+  slot_.clear();
+  ctx_->admission.controller().OnFinished(slot, req_.tenant, ctx_->clock.Now());
+  ctx_->admission.Pump();
+}
+
 void Exchange::FailUnsendable(const Status& s) {
   if (codec_) {
     codec_->SendError(*writer_, s, RoutedHeaders());
@@ -138,6 +202,7 @@ bool Exchange::Abort(const Status& s) {
   if (finished_) return false;
   spdlog::warn("request {}: aborted: {}", base_request_id_, s.message());
   finished_ = true;  // the cancelled call's completion is ignored
+  LeaveQueue();
   if (call_) {
     auto call = call_;
     call->Cancel();
@@ -158,6 +223,7 @@ bool Exchange::Abort(const Status& s) {
 void Exchange::OnClientClosed() {
   if (finished_) return;
   spdlog::info("request {}: client disconnected; cancelling upstream", base_request_id_);
+  LeaveQueue();
   if (call_) {
     auto call = call_;  // Cancel may complete the call and reset call_
     call->Cancel();
@@ -181,6 +247,7 @@ bool Exchange::ApplyPolicies() {
     FailBeforeResponse(ev.status(), "none", "rejected");
     return false;
   }
+  priority_ = static_cast<int>(ev->request_priority.value_or(0));
   record_ = policy::RoutedRecord(*ev, policy_.info, now, base_request_id_, "", 0);
   record_.predicted_ttft_s.reset();
   CountDecision(*ctx_, record_);
@@ -200,9 +267,11 @@ http::Headers Exchange::DecisionHeaders() const {
   return h;
 }
 
-void Exchange::FailBeforeResponse(const Status& s, const std::string& endpoint,
-                                  const char* outcome) {
+void Exchange::FailBeforeResponse(const Status& s, const std::string& endpoint, const char* outcome,
+                                  http::Headers extra) {
   finished_ = true;
+  ReleaseSlot();
+  if (stall_timer_) stall_timer_->cancel();
   std::string strategy = !decision_.strategy.empty() ? decision_.strategy
                          : !strategy_.empty()        ? strategy_
                                                      : ctx_->config.strategy;
@@ -214,13 +283,17 @@ void Exchange::FailBeforeResponse(const Status& s, const std::string& endpoint,
     LogDecision(*ctx_, record_);
   }
   if (writer_->closed()) return;
-  if (codec_) return codec_->SendError(*writer_, s, DecisionHeaders());
+  http::Headers headers = DecisionHeaders();
+  for (auto& [name, value] : extra.items) headers.Add(std::move(name), std::move(value));
+  if (codec_) return codec_->SendError(*writer_, s, std::move(headers));
   writer_->Send(HttpStatusFor(s.code()), "application/json", api::OpenAiErrorBody(s),
-                DecisionHeaders());
+                std::move(headers));
 }
 
 void Exchange::Finish(routing::Outcome outcome, const char* label) {
   finished_ = true;
+  LeaveQueue();
+  if (stall_timer_) stall_timer_->cancel();
   Seconds now = ctx_->clock.Now();
   if (dispatched_) {
     ctx_->router.OnFinished(features_.request_id, ToRouting(usage_.value_or(api::Usage{})), outcome,
@@ -239,6 +312,7 @@ void Exchange::Finish(routing::Outcome outcome, const char* label) {
     ctx_->stats.RecordE2e(req_.model, now - arrival_);
     if (usage_) ctx_->stats.RecordUsage(req_.tenant, req_.model, ToRouting(*usage_));
   }
+  ReleaseSlot();  // last: it may start queued requests
 }
 
 bool Exchange::CanRetry() const {

@@ -16,6 +16,7 @@
 // GatewayContext::in_flight and the client's close callback hold it weakly.
 #pragma once
 
+#include <boost/asio/steady_timer.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,7 +36,20 @@
 
 namespace kinference::gateway {
 
-class Exchange : public InFlightRequest, public std::enable_shared_from_this<Exchange> {
+// Admission (admission_gate.h): an attempt goes only to healthy endpoints with room; when
+// every healthy candidate is full the request waits in its pool's queue (Admitted() tries
+// again, Refused() answers 429 with Retry-After); with no healthy candidate it is answered
+// 503 with Retry-After (until the first ejection ends). A dispatched attempt holds a slot
+// of its endpoint until it ends (retried or finished).
+// Backpressure: when the client has more than backpressure.client_buffer_bytes queued the
+// upstream read pauses until half of it drained; a client that stays stalled for
+// client_stall_timeout_s is disconnected and the upstream call cancelled.
+// Upstream errors: a 5xx body is logged (secrets redacted) and the client gets the
+// gateway's own message with the status class and the request id; 4xx bodies are passed
+// on with secrets redacted; no message names an upstream address.
+class Exchange : public InFlightRequest,
+                 public AdmissionWaiter,
+                 public std::enable_shared_from_this<Exchange> {
  public:
   // `codec`: null for the OpenAI fronts (upstream bytes pass through). `path`: the
   // upstream path to POST to. `arrival`: when the request reached the gateway.
@@ -53,6 +67,9 @@ class Exchange : public InFlightRequest, public std::enable_shared_from_this<Exc
 
   // AbortInFlight: ends the request with `s`; false if it had already finished.
   bool Abort(const Status& s) override;
+  // AdmissionWaiter (admission_gate.h).
+  void Admitted() override;
+  void Refused(const Status& s, int retry_after_s) override;
 
  private:
   // --- exchange.cc ---
@@ -72,7 +89,13 @@ class Exchange : public InFlightRequest, public std::enable_shared_from_this<Exc
   http::Headers DecisionHeaders() const;
   // No upstream response to relay: answer with an error in the API's shape.
   void FailBeforeResponse(const Status& s, const std::string& endpoint,
-                          const char* outcome = "error");
+                          const char* outcome = "error", http::Headers extra = {});
+  // Waits in the admission queue for one of `candidates` (healthy, all full).
+  void Queue(std::vector<routing::EndpointId> candidates);
+  // The dispatched attempt ended: its endpoint's admission slot is free again.
+  void ReleaseSlot();
+  // Leaves the admission queue (client gone, aborted).
+  void LeaveQueue();
   void Finish(routing::Outcome outcome, const char* label);
   // Whether a failure before the first byte on the current endpoint may be retried:
   // once for local endpoints, retries_before_first_byte times for a provider.
@@ -92,6 +115,15 @@ class Exchange : public InFlightRequest, public std::enable_shared_from_this<Exc
   std::string StreamErrorBytes(const Status& err, bool abort = false);
   void OnEvent(const api::SseEvent& ev);
   void OnComplete(Status status);
+  // Passive health: what this attempt's end says about its endpoint.
+  void RecordEndpointResult(const Status& status);
+  // A whole upstream error body about to be relayed: 5xx replaced by the gateway's own
+  // message (logged redacted), 4xx redacted.
+  void SanitizeUpstreamError();
+  // Backpressure (see the class comment).
+  void ApplyBackpressure();
+  void ResumeUpstream();
+  void OnClientStalled();
   // The upstream answered 401/403: it rejected the gateway's own credentials (a
   // provider's api key, a local vLLM's --api-key), which is no fault of the client.
   bool CredentialsRejected() const { return upstream_status_ == 401 || upstream_status_ == 403; }
@@ -149,6 +181,13 @@ class Exchange : public InFlightRequest, public std::enable_shared_from_this<Exc
   std::string reply_;  // choice 0's reply text (chat), for Router::OnCompletionText
   std::optional<Seconds> first_token_;
   Seconds last_token_ = 0;
+  // Admission: the queue ticket while waiting, the endpoint whose slot an attempt holds.
+  std::optional<admission::TicketId> ticket_;
+  std::string slot_;
+  int priority_ = 0;  // spec.requestPriority of the matching policy
+  // Backpressure: the upstream read is paused; the stall timer runs meanwhile.
+  bool paused_ = false;
+  std::unique_ptr<boost::asio::steady_timer> stall_timer_;
 };
 
 }  // namespace kinference::gateway

@@ -9,11 +9,13 @@
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <chrono>
 #include <ctime>
 #include <utility>
 
 #include "api/anthropic/messages_request.h"
 #include "api/openai/error.h"
+#include "common/redact.h"
 #include "gateway/exchange/exchange.h"
 
 namespace kinference::gateway {
@@ -71,6 +73,49 @@ void Exchange::OnData(std::string_view data) {
   }
   if (relay_raw_) writer_->Write(std::string(data));  // passthrough: the bytes as they came
   parser_.Feed(data, [this](const api::SseEvent& ev) { OnUpstreamEvent(ev); });
+  ApplyBackpressure();
+}
+
+void Exchange::ApplyBackpressure() {
+  if (paused_ || finished_ || !call_ || writer_->closed()) return;
+  const size_t high = ctx_->config.backpressure.client_buffer_bytes;
+  if (writer_->pending_bytes() <= high) return;
+  paused_ = true;
+  call_->Pause();  // TCP flow control now slows the upstream
+  std::weak_ptr<Exchange> weak = weak_from_this();
+  writer_->OnWritable(high / 2, [weak] {
+    if (auto self = weak.lock()) self->ResumeUpstream();
+  });
+  if (!stall_timer_) stall_timer_ = std::make_unique<boost::asio::steady_timer>(ctx_->executor);
+  stall_timer_->expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(ctx_->config.backpressure.client_stall_timeout_s)));
+  stall_timer_->async_wait([weak](const boost::system::error_code& ec) {
+    if (ec) return;
+    if (auto self = weak.lock()) self->OnClientStalled();
+  });
+}
+
+void Exchange::ResumeUpstream() {
+  if (!paused_ || finished_) return;
+  paused_ = false;
+  if (stall_timer_) stall_timer_->cancel();
+  if (call_) call_->Resume();
+}
+
+void Exchange::OnClientStalled() {
+  if (!paused_ || finished_) return;
+  spdlog::warn(
+      "request {}: client took nothing for {} s ({} bytes queued); closing it and "
+      "cancelling the upstream request",
+      base_request_id_, ctx_->config.backpressure.client_stall_timeout_s, writer_->pending_bytes());
+  ctx_->stats.RecordClientStall();
+  finished_ = true;  // the cancelled call's completion is ignored
+  if (call_) {
+    auto call = call_;
+    call->Cancel();  // vLLM sees the connection close and aborts the request
+  }
+  writer_->Abort();
+  Finish(routing::Outcome::kCancelled, "cancelled");
 }
 
 void Exchange::OnUpstreamEvent(const api::SseEvent& ev) {
@@ -129,15 +174,27 @@ void Exchange::OnComplete(Status status) {
   bool dropped_before_body = !status.ok() && awaiting_body &&
                              status.code() != ErrorCode::kCancelled &&
                              status.code() != ErrorCode::kDeadlineExceeded;
+  RecordEndpointResult(status);
   if ((retry_pending_ || connect_failure || dropped_before_body) && CanRetry()) {
-    last_error_ = retry_pending_
-                      ? fmt::format("upstream {} answered {}", decision_.endpoint, upstream_status_)
-                      : fmt::format("upstream {}: {}", decision_.endpoint, status.message());
+    // The log has the details (an address, the upstream's words); the client message
+    // names neither.
+    spdlog::warn("request {}: upstream {} {}; retrying on another endpoint", base_request_id_,
+                 decision_.endpoint,
+                 retry_pending_ ? fmt::format("answered {}", upstream_status_)
+                                : fmt::format("failed: {}", status.message()));
+    last_error_ =
+        retry_pending_
+            ? fmt::format("The model server failed (upstream status {}xx); request id {}.",
+                          upstream_status_ / 100, base_request_id_)
+            : fmt::format(
+                  "The model server could not be reached or closed the connection; "
+                  "request id {}.",
+                  base_request_id_);
     stream_pending_ = false;
-    spdlog::warn("request {}: {}; retrying on another endpoint", base_request_id_, last_error_);
     ctx_->router.OnFinished(features_.request_id, {}, routing::Outcome::kError, ctx_->clock.Now());
-    ctx_->stats.RecordRequest(decision_.endpoint, decision_.strategy, "retried");
+    ctx_->stats.RecordRetry(decision_.endpoint);
     ctx_->OnUpstreamResult(decision_.endpoint, false);
+    ReleaseSlot();
     ++retries_;
     tried_.push_back(decision_.endpoint);
     dispatched_ = false;
@@ -155,9 +212,18 @@ void Exchange::OnComplete(Status status) {
   if (stream_pending_ && status.ok()) StartClientStream();
   stream_pending_ = false;
   if (!status.ok()) {
-    std::string message = fmt::format("upstream {}: {}", decision_.endpoint, status.message());
+    spdlog::warn("request {}: upstream {} failed: {}", base_request_id_, decision_.endpoint,
+                 status.message());
     ErrorCode code = status.code() == ErrorCode::kDeadlineExceeded ? ErrorCode::kDeadlineExceeded
                                                                    : ErrorCode::kUnavailable;
+    std::string message =
+        code == ErrorCode::kDeadlineExceeded
+            ? fmt::format(
+                  "The model server did not finish within the request timeout; "
+                  "request id {}.",
+                  base_request_id_)
+            : fmt::format("The connection to the model server failed; request id {}.",
+                          base_request_id_);
     Status err(code, message);
     if (response_started_) {
       writer_->Write(StreamErrorBytes(err));
@@ -221,6 +287,7 @@ void Exchange::OnComplete(Status status) {
     }
   }
   bool ok = upstream_status_ >= 200 && upstream_status_ < 400;
+  SanitizeUpstreamError();
   if (codec_) {
     codec_->SendBody(*writer_, upstream_status_, std::move(body_), RoutedHeaders());
     return Finish(ok ? routing::Outcome::kSuccess : routing::Outcome::kError,
@@ -230,6 +297,46 @@ void Exchange::OnComplete(Status status) {
                 upstream_content_type_.empty() ? "application/json" : upstream_content_type_,
                 std::move(body_), RoutedHeaders());
   Finish(ok ? routing::Outcome::kSuccess : routing::Outcome::kError, ok ? "success" : "error");
+}
+
+void Exchange::RecordEndpointResult(const Status& status) {
+  using routing::RequestResult;
+  RequestResult r = RequestResult::kSuccess;
+  if (status.code() == ErrorCode::kCancelled || status.code() == ErrorCode::kDeadlineExceeded) {
+    r = RequestResult::kOther;  // ours, not the endpoint's
+  } else if (!status.ok()) {
+    r = upstream_status_ == 0 ? RequestResult::kConnectFailure : RequestResult::kReset;
+  } else if (upstream_status_ >= 500) {
+    r = RequestResult::kServerError;
+  }
+  ctx_->OnRequestResult(decision_.endpoint, r);
+}
+
+void Exchange::SanitizeUpstreamError() {
+  if (upstream_status_ < 400) return;
+  std::vector<std::string> keys;
+  for (const auto& ep : ctx_->endpoints)
+    if (!ep.api_key.empty()) keys.push_back(ep.api_key);
+  if (upstream_status_ < 500 && body_.size() <= kMaxRedactedBytes) {
+    body_ = RedactSecrets(body_, keys);  // the client's own mistake: its words help it
+    return;
+  }
+  spdlog::warn("request {}: upstream {} answered {}: {}", base_request_id_, decision_.endpoint,
+               upstream_status_, RedactSecrets(body_, keys));
+  int status = upstream_status_ == 503 || upstream_status_ == 504 ? upstream_status_
+               : upstream_status_ >= 500                          ? kBadGateway
+                                                                  : upstream_status_;
+  std::string message = fmt::format("The model server {} (upstream status {}xx); request id {}.",
+                                    upstream_status_ >= 500 ? "failed" : "rejected the request",
+                                    upstream_status_ / 100, base_request_id_);
+  body_ = boost::json::serialize(boost::json::object{
+      {"error", boost::json::object{
+                    {"message", message},
+                    {"type", upstream_status_ >= 500 ? "api_error" : "invalid_request_error"},
+                    {"param", nullptr},
+                    {"code", status}}}});
+  upstream_status_ = status;
+  upstream_content_type_ = "application/json";
 }
 
 void Exchange::FailCredentialsRejected() {
@@ -278,6 +385,16 @@ void Exchange::RelayWholeBody() {
     }
   }
   bool ok = upstream_status_ >= 200 && upstream_status_ < 400;
+  if (upstream_status_ >= 400) {  // Anthropic's shape, the gateway's words for a 5xx
+    SanitizeUpstreamError();
+    if (upstream_status_ >= 500) {
+      boost::json::error_code ec;
+      auto v = boost::json::parse(body_, ec);
+      std::string message =
+          ec ? std::string("upstream error") : std::string(v.at("error").at("message").as_string());
+      body_ = api::anthropic::ErrorBody("api_error", message);
+    }
+  }
   writer_->Send(upstream_status_,
                 upstream_content_type_.empty() ? "application/json" : upstream_content_type_,
                 std::move(body_), RoutedHeaders());

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "api/openai/validate.h"
 #include "gateway/exchange/exchange.h"
 #include "gateway/exchange/policy_gate.h"
 
@@ -23,8 +24,12 @@ void HandleCompletion(const std::shared_ptr<GatewayContext>& ctx, api::ApiKind k
   Seconds arrival = ctx->clock.Now();
   auto tenant = Identify(ctx->config.tenants, request.headers, ApiFront::kOpenAi);
   if (!tenant.ok()) return http::SendOpenAiError(*writer, tenant.status());
+  if (Status ct = api::CheckJsonContentType(request.headers.Find("content-type")); !ct.ok())
+    return http::SendOpenAiError(*writer, ct);
   auto parsed = api::ParseRequest(kind, request.body);
   if (!parsed.ok()) return http::SendOpenAiError(*writer, parsed.status());
+  if (Status v = api::ValidateOpenAiFields(kind, parsed->body); !v.ok())
+    return http::SendOpenAiError(*writer, v);
   parsed->tenant = std::move(*tenant);
   HandleParsed(ctx, std::move(*parsed), std::move(request.path), request.headers, arrival,
                std::move(writer), nullptr);

@@ -2,6 +2,7 @@
 
 #include "api/anthropic/messages_request.h"
 #include "api/anthropic/messages_response.h"
+#include "api/openai/validate.h"
 #include "gateway/exchange/proxy.h"
 
 namespace kinference::gateway {
@@ -59,6 +60,8 @@ void HandleMessages(const std::shared_ptr<GatewayContext>& ctx, http::Request re
   Seconds arrival = ctx->clock.Now();
   auto tenant = Identify(ctx->config.tenants, request.headers, ApiFront::kAnthropic);
   if (!tenant.ok()) return SendAnthropicError(*writer, tenant.status());
+  if (Status ct = api::CheckJsonContentType(request.headers.Find("content-type")); !ct.ok())
+    return SendAnthropicError(*writer, ct);
   // The body's one parse: the equivalent chat completion to route, and the client's own
   // body (taggers scan it; an Anthropic provider gets it natively).
   auto parsed = ParseMessages(request.body);

@@ -137,8 +137,27 @@ Stats::Stats()
                             "Absolute difference of predicted and observed TTFT.", {"strategy"},
                             kPredictionAbsErrorBuckets),
       endpoint_healthy_("kinference_endpoint_healthy",
-                        "1 when the endpoint's last scrapes succeeded, 0 after 3 failures.",
+                        "1 when the endpoint may take requests, 0 while it is ejected "
+                        "(passive health) or its provider's circuit breaker is open.",
                         {"endpoint"}, "gauge"),
+      retries_("kinference_upstream_retries_total",
+               "Failed upstream attempts (before the first body byte) retried elsewhere.",
+               {"endpoint"}),
+      ejections_("kinference_endpoint_ejections_total",
+                 "Passive-health ejections (connect failure, reset, 5xx).", {"endpoint"}),
+      metrics_stale_("kinference_endpoint_metrics_stale",
+                     "1 while the endpoint's last /metrics scrape failed (routing falls back "
+                     "to the gateway's own bookkeeping).",
+                     {"endpoint"}, "gauge"),
+      admission_waiting_("kinference_admission_waiting",
+                         "Requests waiting in the pool's admission queue.", {"pool"}, "gauge"),
+      admission_queued_("kinference_admission_queued_total",
+                        "Requests that waited in the pool's admission queue.", {"pool"}),
+      admission_refused_("kinference_admission_refused_total",
+                         "Requests refused by admission control (429) by reason.",
+                         {"pool", "reason"}),
+      client_stalls_("kinference_client_stalls_total",
+                     "Streams ended because the client stopped reading.", {}),
       policy_decisions_("kinference_policy_decisions_total",
                         "InferencePolicy decisions by policy and outcome (matched, removed "
                         "candidates, rejected, dry_run_would_reject).",
@@ -149,6 +168,7 @@ Stats::Stats()
                               "Policy reloads rejected (the last valid set stayed).", {}) {
   policy_generation_.Set({}, 0);
   policy_reload_failures_.Set({}, 0);
+  client_stalls_.Set({}, 0);
 }
 
 void Stats::RecordTtft(const std::string& model, double s) { ttft_.Observe({model}, s); }
@@ -167,6 +187,21 @@ void Stats::RecordRequest(const std::string& endpoint, const std::string& strate
                           const std::string& outcome) {
   requests_.Add({endpoint, strategy, outcome}, 1);
 }
+
+void Stats::RecordRetry(const std::string& endpoint) { retries_.Add({endpoint}, 1); }
+void Stats::RecordEjection(const std::string& endpoint) { ejections_.Add({endpoint}, 1); }
+void Stats::SetMetricsStale(const std::string& endpoint, bool stale) {
+  metrics_stale_.Set({endpoint}, stale ? 1 : 0);
+}
+void Stats::SetAdmission(const std::string& pool, size_t waiting, uint64_t queued_total,
+                         uint64_t refused_queue_full, uint64_t refused_timeout, uint64_t evicted) {
+  admission_waiting_.Set({pool}, static_cast<double>(waiting));
+  admission_queued_.Set({pool}, static_cast<double>(queued_total));
+  admission_refused_.Set({pool, "queue_full"}, static_cast<double>(refused_queue_full));
+  admission_refused_.Set({pool, "timeout"}, static_cast<double>(refused_timeout));
+  admission_refused_.Set({pool, "evicted"}, static_cast<double>(evicted));
+}
+void Stats::RecordClientStall() { client_stalls_.Add({}, 1); }
 
 void Stats::RecordTtftPrediction(const std::string& strategy, double predicted_s,
                                  double observed_s) {
@@ -203,6 +238,13 @@ std::string Stats::Exposition() const {
   prediction_error_.Expose(out);
   prediction_abs_error_.Expose(out);
   endpoint_healthy_.Expose(out);
+  retries_.Expose(out);
+  ejections_.Expose(out);
+  metrics_stale_.Expose(out);
+  admission_waiting_.Expose(out);
+  admission_queued_.Expose(out);
+  admission_refused_.Expose(out);
+  client_stalls_.Expose(out);
   policy_decisions_.Expose(out);
   policy_generation_.Expose(out);
   policy_reload_failures_.Expose(out);

@@ -9,6 +9,15 @@
 //   kinference_e2e_request_latency_seconds{model}      histogram, vLLM's e2e buckets
 //   kinference_{prompt,cached,uncached,completion}_tokens_total{tenant,model}  counters
 //   kinference_requests_total{endpoint,strategy,outcome}                      counter
+//       one per client request, by its final outcome (a retried request counts once)
+//   kinference_upstream_retries_total{endpoint}   failed attempts retried elsewhere
+//   kinference_endpoint_ejections_total{endpoint} passive-health ejections (outlier.h)
+//   kinference_endpoint_metrics_stale{endpoint}   gauge, 1 while its last scrape failed
+//   kinference_admission_waiting{pool}            gauge, requests in the pool's queue
+//   kinference_admission_queued_total{pool}       requests that waited for room
+//   kinference_admission_refused_total{pool,reason}   429s: queue_full | timeout | evicted
+//   kinference_client_stalls_total                streams ended because the client stopped
+//                                                 reading (backpressure stall timeout)
 //   kinference_ttft_prediction_error_seconds{strategy}      predicted - observed TTFT,
 //                                                           buckets symmetric around 0
 //   kinference_ttft_prediction_abs_error_seconds{strategy}  |predicted - observed|
@@ -86,10 +95,17 @@ class Stats {
   // Adds prompt, cached, uncached (= prompt - cached) and completion tokens.
   void RecordUsage(const std::string& tenant, const std::string& model,
                    const routing::Usage& usage);
-  // outcome: "success", "error", "cancelled", "retried" (a failed first attempt) or
-  // "rejected" (by an InferencePolicy; endpoint "none").
+  // outcome: "success", "error", "cancelled", "rejected" (by an InferencePolicy; endpoint
+  // "none") or "overloaded" (refused by admission control; endpoint "none"). Once per
+  // request: a failed attempt that is retried is RecordRetry, not a request.
   void RecordRequest(const std::string& endpoint, const std::string& strategy,
                      const std::string& outcome);
+  void RecordRetry(const std::string& endpoint);
+  void RecordEjection(const std::string& endpoint);
+  void SetMetricsStale(const std::string& endpoint, bool stale);
+  void SetAdmission(const std::string& pool, size_t waiting, uint64_t queued_total,
+                    uint64_t refused_queue_full, uint64_t refused_timeout, uint64_t evicted);
+  void RecordClientStall();
   void RecordTtftPrediction(const std::string& strategy, double predicted_s, double observed_s);
   void SetEndpointHealthy(const std::string& endpoint, bool healthy);
   // Sets a policy decision counter to `count` (mirrors policy::PolicyCounters).
@@ -111,6 +127,8 @@ class Stats {
   CounterFamily requests_;
   HistogramFamily prediction_error_, prediction_abs_error_;
   CounterFamily endpoint_healthy_;
+  CounterFamily retries_, ejections_, metrics_stale_;
+  CounterFamily admission_waiting_, admission_queued_, admission_refused_, client_stalls_;
   CounterFamily policy_decisions_, policy_generation_, policy_reload_failures_;
 };
 

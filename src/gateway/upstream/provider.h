@@ -112,6 +112,7 @@ class CircuitBreaker {
   // Closes an open breaker whose cool-down ended by `now` (half-open); true when it did.
   bool MaybeClose(Seconds now);
   bool open() const { return open_; }
+  Seconds open_until() const { return open_until_; }  // meaningful while open()
   int consecutive_failures() const { return consecutive_; }
 
  private:

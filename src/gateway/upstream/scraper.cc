@@ -50,44 +50,56 @@ void Scraper::ScrapeOne(size_t index) {
   req.connect_timeout_s = limit;
   req.header_timeout_s = limit;
   req.idle_timeout_s = limit;
-  http::Fetch(ctx_->executor, std::move(req),
-              [self = shared_from_this(), index](Result<http::Response> r) {
-                Endpoint& ep = self->ctx_->endpoints[index];
-                ep.scrape_in_flight = false;
-                if (self->stopped_) return;
-                if (!r.ok()) return self->Record(index, false, r.status().message());
-                if (r->status != 200)
-                  return self->Record(index, false, "status " + std::to_string(r->status));
-                auto snap = routing::ParsePrometheusText(r->body);
-                if (!snap.ok()) return self->Record(index, false, snap.status().message());
-                self->ctx_->router.ObserveMetrics(ep.info.id, *snap, self->ctx_->clock.Now());
-                ep.last_metrics = *snap;
-                ep.last_metrics_at = self->ctx_->clock.Now();
-                self->Record(index, true, "");
-              });
+  http::Fetch(
+      ctx_->executor, std::move(req), [self = shared_from_this(), index](Result<http::Response> r) {
+        Endpoint& ep = self->ctx_->endpoints[index];
+        ep.scrape_in_flight = false;
+        if (self->stopped_) return;
+        if (!r.ok()) {
+          // "connect HOST:PORT: ..." (http/client.cc) without a timeout: nothing
+          // listens there (refused, unreachable).
+          bool refused = r.status().code() == ErrorCode::kUnavailable &&
+                         r.status().message().starts_with("connect ");
+          return self->Record(index, false, r.status().message(), refused);
+        }
+        if (r->status != 200)
+          return self->Record(index, false, "status " + std::to_string(r->status));
+        auto snap = routing::ParsePrometheusText(r->body);
+        if (!snap.ok()) return self->Record(index, false, snap.status().message());
+        self->ctx_->router.ObserveMetrics(ep.info.id, *snap, self->ctx_->clock.Now());
+        if (snap->num_requests_running) {
+          self->ctx_->admission.controller().ObserveMetrics(ep.info.id, *snap->num_requests_running,
+                                                            snap->num_requests_waiting.value_or(0));
+          self->ctx_->admission.Pump();  // a derived limit may have risen
+        }
+        ep.last_metrics = *snap;
+        ep.last_metrics_at = self->ctx_->clock.Now();
+        self->Record(index, true, "");
+      });
 }
 
-void Scraper::Record(size_t index, bool ok, const std::string& why) {
+void Scraper::Record(size_t index, bool ok, const std::string& why, bool refused) {
   Endpoint& ep = ctx_->endpoints[index];
   if (ok) {
     ep.consecutive_failures = 0;
-    if (!ep.healthy) {
-      spdlog::info("endpoint {} healthy again", ep.info.id);
-      ep.healthy = true;
-      ctx_->router.SetHealthy(ep.info.id, true);
-      ctx_->stats.SetEndpointHealthy(ep.info.id, true);
+    if (ep.metrics_stale) {
+      spdlog::info("endpoint {}: metrics fresh again", ep.info.id);
+      ep.metrics_stale = false;
+      ctx_->stats.SetMetricsStale(ep.info.id, false);
     }
     return;
   }
   ++ep.consecutive_failures;
   spdlog::debug("scrape of {} failed: {}", ep.info.id, why);
-  if (ep.healthy && ep.consecutive_failures >= kUnhealthyAfterFailures) {
-    spdlog::warn("endpoint {} unhealthy after {} failed scrapes ({})", ep.info.id,
-                 ep.consecutive_failures, why);
-    ep.healthy = false;
-    ctx_->router.SetHealthy(ep.info.id, false);
-    ctx_->stats.SetEndpointHealthy(ep.info.id, false);
+  if (!ep.metrics_stale) {
+    spdlog::warn(
+        "endpoint {}: metrics stale (scrape failed: {}); routing on the gateway's own "
+        "bookkeeping",
+        ep.info.id, why);
+    ep.metrics_stale = true;
+    ctx_->stats.SetMetricsStale(ep.info.id, true);
   }
+  if (refused) ctx_->OnRequestResult(ep.info.id, routing::RequestResult::kConnectFailure);
 }
 
 }  // namespace kinference::gateway

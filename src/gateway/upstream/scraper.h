@@ -1,10 +1,13 @@
 // Scraper: polls GET /metrics of every configured endpoint every scrape_interval_s (model
 // seconds, i.e. scrape_interval_s / time_scale real seconds), parses it
 // (routing::ParsePrometheusText) and hands the snapshot to the router with the time it arrived
-// (router clock). kUnhealthyAfterFailures consecutive failures (connect error, timeout, non-200,
-// unparsable text) mark an endpoint unhealthy in the router; the next successful scrape marks it
-// healthy again. At most one scrape per endpoint is in flight; each is bounded by the real scrape
-// interval (at least 1 real second).
+// (router clock) and its running/waiting counts to admission control (derived limits). A
+// failed scrape (timeout, non-200, unparsable text) only marks the endpoint's metrics stale
+// (kinference_endpoint_metrics_stale; the router's decisions show the metrics' age and it
+// predicts from its own in-flight bookkeeping); the endpoint stays routable. A scrape whose
+// connection is refused is a connect failure for passive health (context.h): vLLM serves
+// /metrics on its API port, so the endpoint is ejected. At most one scrape per endpoint is
+// in flight; each is bounded by the real scrape interval (at least 1 real second).
 //
 // Thread-safety: runs on the gateway's io_context thread only.
 #pragma once
@@ -26,7 +29,7 @@ class Scraper : public std::enable_shared_from_this<Scraper> {
  private:
   void Tick();
   void ScrapeOne(size_t index);
-  void Record(size_t index, bool ok, const std::string& why);
+  void Record(size_t index, bool ok, const std::string& why, bool refused = false);
 
   std::shared_ptr<GatewayContext> ctx_;
   boost::asio::steady_timer timer_;

@@ -177,5 +177,33 @@ TEST(GatewayConfig, DrainTimeoutKeyAndCliPrecedence) {
   EXPECT_EQ(example.drain_timeout_s, 30);
 }
 
+TEST(GatewayConfig, AdmissionBackpressureAndMaxInFlight) {
+  GatewayConfig c = ParseGatewayConfig(
+      "pools:\n"
+      "  - {name: a, model: m, endpoints: ['http://h:1'], max_in_flight: 8}\n"
+      "  - {name: b, model: m, endpoints: ['http://h:2'], max_in_flight: derive}\n"
+      "  - {name: c, model: m, endpoints: ['http://h:3']}\n"
+      "admission: {max_queue: 5, queue_timeout_s: 2.5}\n"
+      "backpressure: {client_buffer_bytes: 4096, client_stall_timeout_s: 7}\n");
+  EXPECT_EQ(c.pools[0].max_in_flight, 8);
+  EXPECT_EQ(c.pools[1].max_in_flight, -1);
+  EXPECT_EQ(c.pools[2].max_in_flight, 0);  // no limit unless configured
+  EXPECT_EQ(c.admission.max_queue, 5);
+  EXPECT_EQ(c.admission.queue_timeout_s, 2.5);
+  EXPECT_EQ(c.backpressure.client_buffer_bytes, 4096u);
+  EXPECT_EQ(c.backpressure.client_stall_timeout_s, 7);
+  const std::string pool = "pools: [{name: p, model: m, endpoints: ['http://h:1']}]\n";
+  EXPECT_NE(ErrorOf("pools: [{name: p, model: m, endpoints: ['http://h:1'], max_in_flight: -3}]")
+                .find("max_in_flight: must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pool + "admission: {max_queue: -1}").find("admission.max_queue"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pool + "admission: {queue: 1}").find("admission.queue: unknown field"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pool + "backpressure: {client_buffer_bytes: 0}")
+                .find("backpressure.client_buffer_bytes: must be > 0"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kinference::gateway

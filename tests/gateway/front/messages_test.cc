@@ -134,14 +134,16 @@ TEST_F(AnthropicProxyTest, ErrorsInAnthropicShape) {
   EXPECT_TRUE(json::parse(openai.body).at("error").at("param").is_string());
 }
 
-TEST_F(AnthropicProxyTest, UpstreamServerErrorIsRetriedThenRelayedInAnthropicShape) {
+// The upstream's 5xx body stays in the log: the client gets the gateway's message (502).
+TEST_F(AnthropicProxyTest, UpstreamServerErrorIsRetriedThenAnsweredInAnthropicShape) {
   fakes_.push_back(std::make_unique<FakeUpstream>(io_, FakeMode::kFail500));
   fakes_.push_back(std::make_unique<FakeUpstream>(io_, FakeMode::kFail500));
   StartGateway({Url(fakes_[0]->port()), Url(fakes_[1]->port())});
   auto r = Post(kMessage);
-  EXPECT_EQ(r.status, 500);
+  EXPECT_EQ(r.status, 502);
   EXPECT_EQ(json::parse(r.body).at("type"), "error");
   EXPECT_EQ(json::parse(r.body).at("error").at("type"), "api_error");
+  EXPECT_EQ(r.body.find("boom"), std::string::npos) << r.body;  // the upstream's words
   EXPECT_EQ(fakes_[0]->requests() + fakes_[1]->requests(), 2);
 }
 

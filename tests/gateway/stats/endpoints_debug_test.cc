@@ -84,7 +84,8 @@ TEST_F(EndpointsDebugTest, ShowsTheParsedVllmSnapshotWithBlockSizeAndUsageFracti
 
   const json::object& dead = eps[1].as_object();
   EXPECT_FALSE(dead.at("healthy").as_bool());
-  EXPECT_GE(dead.at("consecutive_failures").to_number<int>(), kUnhealthyAfterFailures);
+  // Its /metrics connection is refused: ejected (passive health), failures counted.
+  EXPECT_GE(dead.at("consecutive_failures").to_number<int>(), 1);
   EXPECT_TRUE(dead.at("metrics").is_null());
   EXPECT_TRUE(dead.at("metrics_age_s").is_null());
 }

@@ -116,9 +116,9 @@ TEST_F(ProviderTest, CircuitBreakerOpensAfterFailuresAndClosesAfterCooldown) {
   p.breaker_failures = 2;
   p.breaker_cooldown_s = 0.3;
   StartWith(p);
-  EXPECT_EQ(Post(kChat).status, 500);
+  EXPECT_EQ(Post(kChat).status, 502);  // the gateway's answer to an upstream 5xx
   EXPECT_EQ(Metric("kinference_endpoint_healthy{endpoint=\"provider/ext\"}"), 1);
-  EXPECT_EQ(Post(kChat).status, 500);
+  EXPECT_EQ(Post(kChat).status, 502);  // the gateway's answer to an upstream 5xx
   // Open: the provider is not called.
   EXPECT_EQ(Metric("kinference_endpoint_healthy{endpoint=\"provider/ext\"}"), 0);
   EXPECT_EQ(Post(kChat).status, 503);
@@ -142,8 +142,8 @@ TEST_F(ProviderTest, HalfOpenBreakerReopensOnOneFailure) {
   p.breaker_failures = 2;
   p.breaker_cooldown_s = 0.2;
   StartWith(p);
-  EXPECT_EQ(Post(kChat).status, 500);
-  EXPECT_EQ(Post(kChat).status, 500);
+  EXPECT_EQ(Post(kChat).status, 502);  // the gateway's answer to an upstream 5xx
+  EXPECT_EQ(Post(kChat).status, 502);  // the gateway's answer to an upstream 5xx
   int calls = server_->requests();
   for (int i = 0; i < 200 && server_->requests() == calls; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -229,8 +229,8 @@ TEST_F(ProviderTest, RetriesBeforeFirstByteOnTheProvider) {
   p.retries_before_first_byte = 2;
   p.breaker_failures = 10;
   StartWith(p);
-  EXPECT_EQ(Post(kChat).status, 500);
-  EXPECT_EQ(server_->requests(), 3);  // the first try and two retries
+  EXPECT_EQ(Post(kChat).status, 502);  // the gateway's answer to an upstream 5xx
+  EXPECT_EQ(server_->requests(), 3);   // the first try and two retries
 }
 
 }  // namespace

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Gateway memory with clients that stop reading a stream (issue #12, backpressure).
+
+Starts one engine-sim (fast clock) and a gateway in front of it, opens N connections that
+each POST a long streamed chat completion (ignore_eos, max_tokens tokens) and then never
+read, and samples the gateway's RSS (VmRSS) every second for DURATION seconds. Without
+backpressure the gateway reads the whole generation and buffers it for the client; with
+it the upstream read pauses at backpressure.client_buffer_bytes and, after
+client_stall_timeout_s, the request is cancelled and the client closed.
+
+Usage: benchmarks/slow_readers.py KINFERENCE_BINARY [--clients 20] [--duration 40]
+       [--max-tokens 20000] [--time-scale 100] [--stall-timeout 30]
+Prints one JSON line: rss_mb at start, peak and end, and the gateway's stall counter.
+Processes it starts are stopped by pid; temp files go to a mktemp directory.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url, timeout=60):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                return r.status
+        except Exception:
+            time.sleep(0.2)
+    raise RuntimeError("no answer from " + url)
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def metric(port, name):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(name + " ") or line.startswith(name + "{"):
+                    return float(line.rsplit(" ", 1)[1])
+    except Exception:
+        pass
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("--clients", type=int, default=20)
+    ap.add_argument("--duration", type=float, default=40)
+    ap.add_argument("--max-tokens", type=int, default=20000)
+    ap.add_argument("--time-scale", type=float, default=100)
+    ap.add_argument("--stall-timeout", type=float, default=30)
+    a = ap.parse_args()
+
+    tmp = tempfile.mkdtemp(prefix="slow-readers-")
+    procs = []
+    socks = []
+    try:
+        sim_port, gw_port = free_port(), free_port()
+        procs.append(subprocess.Popen(
+            [a.binary, "engine-sim", "--port", str(sim_port), "--served-model-name", "m",
+             "--time-scale", str(a.time_scale)],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "sim.log"), "w")))
+        wait_http(f"http://127.0.0.1:{sim_port}/health")
+        cfg = os.path.join(tmp, "gw.yaml")
+        with open(cfg, "w") as f:
+            f.write(f"listen: {{address: 127.0.0.1, port: {gw_port}}}\n"
+                    f"time_scale: {a.time_scale}\n"
+                    f"request_timeout_s: 100000\n"
+                    f"pools:\n  - {{name: p, model: m, endpoints: [\"http://127.0.0.1:{sim_port}\"]}}\n")
+            # Older binaries refuse unknown keys: add the backpressure block only if asked.
+            if a.stall_timeout > 0:
+                f.write(f"backpressure: {{client_stall_timeout_s: {a.stall_timeout}}}\n")
+        gw = subprocess.Popen([a.binary, "gateway", "--config", cfg], stdout=subprocess.DEVNULL,
+                              stderr=open(os.path.join(tmp, "gw.log"), "w"))
+        procs.append(gw)
+        wait_http(f"http://127.0.0.1:{gw_port}/health")
+        start = rss_mb(gw.pid)
+        body = json.dumps({"model": "m", "stream": True, "max_tokens": a.max_tokens,
+                           "ignore_eos": True,
+                           "messages": [{"role": "user", "content": "write a long story"}]})
+        for _ in range(a.clients):
+            s = socket.create_connection(("127.0.0.1", gw_port))
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+            s.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                       f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                       + body).encode())
+            socks.append(s)  # never read
+        peak = start
+        samples = []
+        t0 = time.time()
+        while time.time() - t0 < a.duration:
+            time.sleep(1)
+            r = rss_mb(gw.pid)
+            samples.append(round(r, 1))
+            peak = max(peak, r)
+        end = rss_mb(gw.pid)
+        print(json.dumps({"clients": a.clients, "duration_s": a.duration,
+                          "max_tokens": a.max_tokens, "rss_mb_start": round(start, 1),
+                          "rss_mb_peak": round(peak, 1), "rss_mb_end": round(end, 1),
+                          "client_stalls_total": metric(gw_port, "kinference_client_stalls_total"),
+                          "samples": samples}))
+    finally:
+        for s in socks:
+            s.close()
+        for p in reversed(procs):
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
