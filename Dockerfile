@@ -27,13 +27,16 @@ ARG KINFERENCE_RUNTIME_PACKAGES="\
     libc6 \
     libfmt9 \
     libgcc-s1 \
+    libicu72 \
+    libpcre2-8-0 \
     libpq5 \
     libspdlog1.10 \
     libsqlite3-0 \
     libssl3 \
     libstdc++6 \
     libxxhash0 \
-    libyaml-cpp0.7"
+    libyaml-cpp0.7 \
+    libzmq5"
 RUN apt-get update \
     && apt-get install -y --no-install-recommends $KINFERENCE_RUNTIME_PACKAGES \
     && rm -rf /var/lib/apt/lists/* \

@@ -19,9 +19,30 @@ namespace {
 struct CliOptions {
   EngineSimOptions server;
   std::string profile = "l40s-27b-fp8";
+  std::string kv_events_config;  // vLLM's --kv-events-config JSON
+  std::string kv_events_encoding = "map";
+  std::string kv_events_hashes = "int";
 };
 
-int Run(const CliOptions& cli) {
+// --kv-events-config and the two wire choices into server.kv_events; false on error.
+bool ApplyKvEventsFlags(CliOptions& cli) {
+  if (cli.kv_events_config.empty()) return true;
+  auto c = ParseKvEventsConfig(cli.kv_events_config);
+  auto enc = ParseEventEncoding(cli.kv_events_encoding);
+  auto hashes = ParseHashEncoding(cli.kv_events_hashes);
+  for (const Status& s : {c.status(), enc.status(), hashes.status()}) {
+    if (!s.ok()) {
+      spdlog::error("{}", s.message());
+      return false;
+    }
+  }
+  cli.server.kv_events = *c;
+  cli.server.kv_events.encoding = *enc;
+  cli.server.kv_events.hashes = *hashes;
+  return true;
+}
+
+int Run(CliOptions cli) {
   // Logs go to stderr; stdout carries only the "listening on" line that scripts read.
   spdlog::set_default_logger(spdlog::stderr_color_mt("engine-sim"));
   auto profile = engine::ProfileByName(cli.profile);
@@ -29,6 +50,7 @@ int Run(const CliOptions& cli) {
     spdlog::error("{}", profile.status().message());
     return 2;
   }
+  if (!ApplyKvEventsFlags(cli)) return 2;
   if (!(cli.server.time_scale > 0)) {
     spdlog::error("--time-scale must be > 0");
     return 2;
@@ -45,6 +67,10 @@ int Run(const CliOptions& cli) {
   std::fflush(stdout);
   spdlog::info("profile {} serving model {} (time scale {})", profile->name,
                server.served_model_name(), cli.server.time_scale);
+  if (!server.kv_events_endpoint().empty()) {
+    spdlog::info("KV events on {} (replay {})", server.kv_events_endpoint(),
+                 server.kv_events_replay_endpoint());
+  }
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
@@ -93,6 +119,19 @@ void RegisterCommand(CLI::App& app) {
   cmd->add_option("--require-api-key", cli->server.required_api_key,
                   "Require this API key: `x-api-key` on /v1/messages, `Authorization: Bearer` "
                   "on the OpenAI routes (401 otherwise)");
+  cmd->add_option("--kv-events-config", cli->kv_events_config,
+                  "Publish KV-cache events as vLLM does: vLLM's KVEventsConfig JSON, e.g. "
+                  "'{\"enable_kv_cache_events\": true, \"publisher\": \"zmq\", "
+                  "\"endpoint\": \"tcp://*:5557\", \"replay_endpoint\": \"tcp://*:5558\", "
+                  "\"topic\": \"kv\"}' (port 0: a free port, shown by /kv_event_sources)");
+  cmd->add_option("--kv-events-encoding", cli->kv_events_encoding,
+                  "KV events as maps with a \"type\" key (vLLM since mid-2026) or as "
+                  "positional arrays (earlier releases): map | array")
+      ->capture_default_str();
+  cmd->add_option("--kv-events-hashes", cli->kv_events_hashes,
+                  "Block hashes as 64-bit ints (vLLM's default) or 32-byte strings "
+                  "(VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=0): int | bytes")
+      ->capture_default_str();
   cmd->callback([cli] { SetExitCode(Run(*cli)); });
 }
 

@@ -75,10 +75,12 @@ EngineSimServer::EngineSimServer(asio::io_context& io, EngineSimOptions options,
                 [this](http::Request r, std::shared_ptr<http::ResponseWriter> w) {
                   HandleTokenize(std::move(r), std::move(w));
                 });
-  // vLLM: the KV-event publisher per data-parallel rank; engine-sim publishes none.
+  // vLLM: the KV-event publisher per data-parallel rank ({} when not publishing).
   server_.Route("GET", "/kv_event_sources",
-                [](http::Request, std::shared_ptr<http::ResponseWriter> w) {
-                  w->Send(200, "application/json", "{}");
+                [this](http::Request, std::shared_ptr<http::ResponseWriter> w) {
+                  w->Send(200, "application/json",
+                          KvEventSourcesBody(options_.kv_events, kv_events_endpoint(),
+                                             kv_events_replay_endpoint()));
                 });
   // FastAPI's answers (vLLM's HTTP framework) for unknown paths and wrong methods.
   server_.SetFallback([](http::Request r, std::shared_ptr<http::ResponseWriter> w) {
@@ -93,7 +95,43 @@ EngineSimServer::EngineSimServer(asio::io_context& io, EngineSimOptions options,
 
 EngineSimServer::~EngineSimServer() { Stop(); }
 
-Result<uint16_t> EngineSimServer::Start() { return server_.Start(); }
+Result<uint16_t> EngineSimServer::Start() {
+  if (options_.kv_events.enabled && !kv_publisher_) {
+    const KvEventsConfig& c = options_.kv_events;
+    kv::PublisherOptions p;
+    p.endpoint = c.endpoint;
+    p.replay_endpoint = c.replay_endpoint.value_or("");
+    p.topic = c.topic;
+    p.buffer_steps = c.buffer_steps;
+    p.max_queue = c.max_queue_size;
+    p.encoding = c.encoding;
+    p.hashes = c.hashes;
+    auto publisher = kv::ZmqPublisher::Start(std::move(p));
+    if (!publisher.ok()) return publisher.status();
+    kv_publisher_ = std::move(*publisher);
+    // Sequence 0 of this process: whatever a subscriber knew about this engine is gone.
+    PublishKvEvents({kv::AllBlocksCleared{}});
+  }
+  return server_.Start();
+}
+
+std::string EngineSimServer::kv_events_endpoint() const {
+  return kv_publisher_ ? kv_publisher_->endpoint() : std::string();
+}
+
+std::string EngineSimServer::kv_events_replay_endpoint() const {
+  return kv_publisher_ ? kv_publisher_->replay_endpoint() : std::string();
+}
+
+void EngineSimServer::PublishKvEvents(std::vector<kv::KvEvent> events) {
+  if (!kv_publisher_ || events.empty()) return;
+  kv::EventBatch batch;
+  batch.ts =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  batch.events = std::move(events);
+  batch.data_parallel_rank = 0;
+  kv_publisher_->Publish(batch);
+}
 
 void EngineSimServer::Stop() {
   server_.Stop();
@@ -281,6 +319,7 @@ void EngineSimServer::ArmTimer(Seconds model_deadline, bool step) {
     if (!step) return Drive(false);
     stepping_ = false;
     engine::StepOutput out = engine_.CompleteStep();
+    PublishKvEvents(std::move(out.kv_events));
     Deliver(out);
     Drive(true);
   });

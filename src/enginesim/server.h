@@ -4,7 +4,7 @@
 // Routes: POST /v1/completions, POST /v1/chat/completions (whole or SSE-streamed),
 // GET /v1/models, GET /health, GET /metrics (vLLM metric names, Prometheus text),
 // GET /version (the vLLM release whose surface it follows), POST /tokenize
-// (tokenize_api.h), GET /kv_event_sources ({}: engine-sim publishes no KV events), and
+// (tokenize_api.h), GET /kv_event_sources (vLLM's; enginesim/kv_events_config.h), and
 // POST /v1/messages (Anthropic-compatible, whole or streamed; anthropic_api.h): the
 // equivalent chat completion runs on the engine and its answer is translated back, so
 // an engine-sim can play an Anthropic provider in tests. With required_api_key set,
@@ -16,6 +16,12 @@
 // second); a step of model duration d takes d / K wall seconds. Consecutive steps are
 // laid end to end in model time (as vLLM runs them back to back) with each timer set to
 // an absolute deadline, so timer lateness does not accumulate.
+//
+// KV events: with options.kv_events enabled, each step's KV-cache events (engine/engine.h
+// StepOutput::kv_events, vLLM's shapes and hashes) are published as one batch on a
+// ZeroMQ PUB socket as vLLM does (kv/zmq/publisher.h), with a replay ROUTER socket when
+// configured. The first batch (sequence 0) of every process is AllBlocksCleared: a
+// restarted engine-sim tells subscribers its cache is empty.
 //
 // Thread-safety: everything runs on one io_context that must be run by ONE thread.
 #pragma once
@@ -30,8 +36,10 @@
 #include "api/anthropic/messages_response.h"
 #include "common/clock.h"
 #include "engine/engine.h"
+#include "enginesim/kv_events_config.h"
 #include "enginesim/openai_api.h"
 #include "http/server.h"
+#include "kv/zmq/publisher.h"
 
 namespace kinference::enginesim {
 
@@ -47,6 +55,7 @@ struct EngineSimOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string required_api_key;  // empty: no key needed (`--require-api-key`)
+  KvEventsConfig kv_events;      // `--kv-events-config` and friends; off by default
 };
 
 class EngineSimServer {
@@ -54,10 +63,14 @@ class EngineSimServer {
   EngineSimServer(boost::asio::io_context& io, EngineSimOptions options,
                   engine::HardwareProfile profile);
   ~EngineSimServer();
-  // Binds and starts serving; returns the bound port. Errors: kUnavailable.
+  // Binds and starts serving (and the KV-event publisher); returns the bound port.
+  // Errors: kUnavailable (HTTP), kInvalidArgument (a KV-event endpoint cannot be bound).
   Result<uint16_t> Start();
   void Stop();
   const std::string& served_model_name() const { return options_.served_model_name; }
+  // The bound KV-event endpoints ("" when not publishing / no replay socket).
+  std::string kv_events_endpoint() const;
+  std::string kv_events_replay_endpoint() const;
 
  private:
   struct Live {
@@ -85,6 +98,7 @@ class EngineSimServer {
   void HandleModels(std::shared_ptr<http::ResponseWriter> writer);
   void HandleTokenize(http::Request request, std::shared_ptr<http::ResponseWriter> writer);
   void HandleMetrics(std::shared_ptr<http::ResponseWriter> writer);
+  void PublishKvEvents(std::vector<kv::KvEvent> events);
   void SendError(http::ResponseWriter& writer, const Status& status, bool anthropic = false);
   void OnClientGone(const std::string& id);
   // Plans the next step if none is running. `continuing`: called right after a step.
@@ -106,6 +120,7 @@ class EngineSimServer {
   uint64_t id_salt_ = 0;
   std::unordered_map<std::string, Live> live_;
   double started_unix_s_ = 0;  // the metrics' _created time
+  std::unique_ptr<kv::ZmqPublisher> kv_publisher_;
 };
 
 }  // namespace kinference::enginesim

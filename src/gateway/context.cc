@@ -41,6 +41,15 @@ GatewayContext::GatewayContext(GatewayConfig cfg, boost::asio::any_io_executor e
       endpoints.push_back(std::move(ep));
     }
   }
+  for (const auto& pool : config.pools) {
+    if (!pool.kv_events || kv_models.count(pool.model)) continue;
+    auto keys = PromptKeys::Load(pool.kv_events->tokenizer, pool.kv_events->none_hash_seed);
+    if (!keys.ok()) {
+      throw ConfigError("gateway config: pools." + pool.name +
+                        ".kv_events.tokenizer: " + keys.status().message());
+    }
+    kv_models[pool.model] = KvModel{std::move(*keys), pool.kv_events->block_size, pool.name};
+  }
   for (size_t i = 0; i < config.providers.size(); ++i) {
     const ProviderConfig& p = config.providers[i];
     Endpoint ep;
@@ -54,6 +63,23 @@ GatewayContext::GatewayContext(GatewayConfig cfg, boost::asio::any_io_executor e
     stats.SetEndpointHealthy(ep.info.id, true);
     endpoints.push_back(std::move(ep));
   }
+}
+
+void GatewayContext::AddEngineBlockKeys(const api::ParsedRequest& request,
+                                        routing::RequestFeatures& features) const {
+  auto it = kv_models.find(request.model);
+  if (it == kv_models.end()) return;
+  int block_size = it->second.block_size;
+  for (size_t i = 0; block_size == 0 && i < endpoints.size(); ++i) {
+    if (endpoints[i].info.pool != it->second.pool) continue;
+    if (auto idx = router.KvIndex(endpoints[i].info.id)) block_size = idx->block_size;
+  }
+  if (block_size <= 0) return;  // no BlockStored seen yet: nothing to match against
+  auto keys = it->second.keys->BlockKeys(request, block_size);
+  if (!keys.ok()) return;  // not tokenized exactly: the approximate index answers
+  features.engine_block_keys = std::move(keys->keys);
+  features.engine_block_size = block_size;
+  features.prompt_tokens = keys->prompt_tokens;
 }
 
 Endpoint* GatewayContext::FindMutable(const std::string& id) {

@@ -8,6 +8,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "gateway/admission_gate.h"
 #include "gateway/config/config.h"
 #include "gateway/config/policy_runtime.h"
+#include "gateway/exchange/prompt_keys.h"
 #include "gateway/stats/stats.h"
 #include "gateway/upstream/provider.h"
 #include "routing/outlier.h"
@@ -78,6 +80,19 @@ struct GatewayContext {
   routing::OutlierDetector outlier;
   // Admission control: per-endpoint in-flight limits and the pools' wait queues.
   AdmissionGate admission;
+  // Models whose pool has kv_events: how their prompts become engine block keys
+  // (exchange/prompt_keys.h), and the pool's configured block size (0: learnt).
+  struct KvModel {
+    std::shared_ptr<const PromptKeys> keys;
+    int block_size = 0;
+    std::string pool;
+  };
+  std::map<std::string, KvModel> kv_models;  // by served model name
+
+  // Sets features.engine_block_keys/engine_block_size/prompt_tokens for `request` when its
+  // model's pool follows KV events and the prompt tokenizes exactly; else leaves them.
+  void AddEngineBlockKeys(const api::ParsedRequest& request,
+                          routing::RequestFeatures& features) const;
 
   const Endpoint* Find(const std::string& id) const;
   Endpoint* FindMutable(const std::string& id);

@@ -17,6 +17,7 @@
 #include "gateway/exchange/proxy.h"
 #include "gateway/front/messages.h"
 #include "gateway/stats/endpoints_debug.h"
+#include "gateway/upstream/kv_feeds.h"
 #include "gateway/upstream/scraper.h"
 #include "http/server.h"
 
@@ -72,6 +73,7 @@ Result<uint16_t> Gateway::Start() {
   };
   server_ = std::make_unique<http::Server>(io_, options);
   auto ctx = ctx_;
+  kv_feeds_ = std::make_shared<KvFeeds>(ctx_);
   // Every route goes through `route`, which also records the path's methods for 405
   // (a GET route serves HEAD too: http::Server answers it without the body).
   std::map<std::string, std::string> allowed;  // path -> "GET, HEAD"
@@ -124,7 +126,8 @@ Result<uint16_t> Gateway::Start() {
             json::serialize(json::object{{"status", ready ? "ready" : "unavailable"},
                                          {"models", std::move(models)}}));
   });
-  route("GET", "/metrics", [ctx](http::Request, auto w) {
+  route("GET", "/metrics", [ctx, feeds = kv_feeds_](http::Request, auto w) {
+    feeds->UpdateStats(ctx->stats);
     ctx->RefreshBreakers();
     const auto& ac = ctx->admission.controller();
     for (const auto& pool : ac.Pools()) {
@@ -156,6 +159,7 @@ Result<uint16_t> Gateway::Start() {
   scraper_->Start();
   reloader_ = std::make_shared<PolicyReloader>(ctx_);
   reloader_->Start();
+  kv_feeds_->Start();
   return port;
 }
 
@@ -217,6 +221,7 @@ void Gateway::Stop() {
   if (scraper_) scraper_->Stop();
   ctx_->admission.Stop();
   if (reloader_) reloader_->Stop();
+  if (kv_feeds_) kv_feeds_->Stop();
   if (server_) server_->Stop();
 }
 

@@ -37,6 +37,7 @@ namespace kinference::gateway {
 struct GatewayContext;
 class Scraper;
 class PolicyReloader;
+class KvFeeds;
 
 class Gateway {
  public:
@@ -62,6 +63,7 @@ class Gateway {
   std::unique_ptr<http::Server> server_;
   std::shared_ptr<Scraper> scraper_;
   std::shared_ptr<PolicyReloader> reloader_;
+  std::shared_ptr<KvFeeds> kv_feeds_;  // pools with kv_events (upstream/kv_feeds.h)
   std::unique_ptr<boost::asio::steady_timer> drain_timer_;
   std::function<void()> drain_done_;
   bool draining_ = false;

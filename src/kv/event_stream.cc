@@ -62,6 +62,12 @@ StreamStep EventStream::OnLive(uint64_t seq, std::string payload) {
   return step;
 }
 
+StreamStep EventStream::Join() {
+  StreamStep step;
+  if (!expected_ && !replaying_) StartReplay(step, 0);
+  return step;
+}
+
 StreamStep EventStream::OnReplayed(uint64_t seq, std::string payload) {
   StreamStep step;
   if (!replaying_ || !expected_ || seq < *expected_) {

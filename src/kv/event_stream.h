@@ -18,6 +18,10 @@
 //                      index; s == 0: apply; else replay from 0 as for a first batch.
 //   during a replay    live batches are held (at most `max_held`; beyond it the replay
 //                      is abandoned as below); replayed batches are applied in order.
+//   joining            Join() (a subscriber that has just connected, with a replay socket)
+//                      asks for everything buffered from 0 at once, so a publisher's
+//                      history is known without waiting for its next batch (an idle
+//                      engine sends none); an empty replay leaves 0 as the next expected.
 //   replay ends (end marker or timeout) or skips ahead (the buffer no longer reaches
 //                      back): what is missing is lost; a lost BlockRemoved would leave
 //                      the index claiming evicted blocks, so the index is cleared and
@@ -57,6 +61,8 @@ class EventStream {
   explicit EventStream(size_t max_held = 100000) : max_held_(max_held) {}
 
   StreamStep OnLive(uint64_t seq, std::string payload);
+  // Before any batch: replay from 0 (no-op once the stream has started or is replaying).
+  StreamStep Join();
   StreamStep OnReplayed(uint64_t seq, std::string payload);
   // The replay's end marker, or no answer in time, or no replay socket at all.
   StreamStep OnReplayEnd();

@@ -108,6 +108,29 @@ TEST(EventStreamTest, JoiningMidStreamAsksForEverythingBuffered) {
   EXPECT_EQ(*s.expected(), 8u);
 }
 
+TEST(EventStreamTest, JoinReplaysTheHistoryBeforeAnyLiveBatch) {
+  EventStream s;
+  StreamStep join = s.Join();
+  ASSERT_TRUE(join.replay_from);
+  EXPECT_EQ(*join.replay_from, 0u);
+  EXPECT_FALSE(s.Join().replay_from);            // already replaying
+  EXPECT_TRUE(s.OnLive(2, P(2)).apply.empty());  // held
+  EXPECT_EQ(Seqs(s.OnReplayed(0, P(0))), std::vector<uint64_t>{0});
+  EXPECT_EQ(Seqs(s.OnReplayed(1, P(1))), std::vector<uint64_t>{1});
+  EXPECT_EQ(Seqs(s.OnReplayEnd()), std::vector<uint64_t>{2});
+  EXPECT_EQ(s.counters().gaps, 0u);
+  EXPECT_EQ(s.counters().resyncs, 0u);
+  EXPECT_FALSE(s.Join().replay_from);  // started: no-op
+}
+
+TEST(EventStreamTest, JoinOnAnEmptyBufferWaitsForSequenceZero) {
+  EventStream s;
+  s.Join();
+  EXPECT_TRUE(s.OnReplayEnd().apply.empty());
+  EXPECT_EQ(Seqs(s.OnLive(0, P(0))), std::vector<uint64_t>{0});
+  EXPECT_EQ(s.counters().gaps, 0u);
+}
+
 TEST(EventStreamTest, TooManyHeldBatchesAbandonTheReplay) {
   EventStream s(/*max_held=*/2);
   s.OnLive(0, P(0));

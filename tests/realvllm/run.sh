@@ -77,6 +77,7 @@ export REALVLLM_GATEWAY_URL="http://127.0.0.1:$port"
 export REALVLLM_GATEWAY_LOG="$WORK/gateway.log"
 export REALVLLM_ENV="$WORK/vllm/env"
 export REALVLLM_POOL="real"
+export REALVLLM_KINFERENCE_BIN="$BIN"  # tests that start a gateway of their own
 echo "== real-vLLM suite against $REALVLLM_GATEWAY_URL (logs: $WORK)"
 rc=0
 "$VLLM_PYTHON" -m pytest -p no:cacheprovider -q -rfE -c "$HERE/pytest.ini" "$HERE" || rc=$?

@@ -19,9 +19,50 @@ using config_fields::NonEmptyString;
 using config_fields::Positive;
 using config_fields::Scalar;
 
+std::vector<std::string> ZmqEndpoints(const YAML::Node& node, const std::string& field,
+                                      size_t count) {
+  if (!node.IsSequence() || node.size() != count)
+    Fail(field,
+         "expected a list of " + std::to_string(count) + " tcp://host:port (one per endpoint)");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < node.size(); ++i) {
+    std::string ep = NonEmptyString(node[i], field + "[" + std::to_string(i) + "]");
+    if (!ep.starts_with("tcp://") || ep.rfind(':') <= 6)
+      Fail(field + "[" + std::to_string(i) + "]", "expected tcp://host:port, got '" + ep + "'");
+    out.push_back(std::move(ep));
+  }
+  return out;
+}
+
+KvEventsConfig ParseKvEvents(const YAML::Node& node, const std::string& where, size_t count) {
+  if (!node.IsMap()) Fail(where, "expected a map with tokenizer (and endpoints, topic...)");
+  CheckKeys(
+      node, where,
+      {"tokenizer", "endpoints", "replay_endpoints", "topic", "block_size", "none_hash_seed"});
+  KvEventsConfig c;
+  if (!node["tokenizer"]) Fail(where + ".tokenizer", "missing (engine-sim or a model folder)");
+  c.tokenizer = NonEmptyString(node["tokenizer"], where + ".tokenizer");
+  if (node["endpoints"]) c.endpoints = ZmqEndpoints(node["endpoints"], where + ".endpoints", count);
+  if (node["replay_endpoints"]) {
+    if (c.endpoints.empty()) Fail(where + ".replay_endpoints", "needs endpoints");
+    c.replay_endpoints = ZmqEndpoints(node["replay_endpoints"], where + ".replay_endpoints", count);
+  }
+  if (node["topic"]) {
+    if (c.endpoints.empty()) Fail(where + ".topic", "needs endpoints (else discovered)");
+    c.topic = Scalar<std::string>(node["topic"], where + ".topic", "a string");
+  }
+  if (node["block_size"]) {
+    c.block_size = Scalar<int>(node["block_size"], where + ".block_size", "an integer");
+    if (c.block_size < 0) Fail(where + ".block_size", "must be >= 0");
+  }
+  if (node["none_hash_seed"])
+    c.none_hash_seed = NonEmptyString(node["none_hash_seed"], where + ".none_hash_seed");
+  return c;
+}
+
 PoolConfig ParsePool(const YAML::Node& node, const std::string& where) {
   if (!node.IsMap()) Fail(where, "expected a map with name, model, endpoints");
-  CheckKeys(node, where, {"name", "model", "endpoints", "max_in_flight"});
+  CheckKeys(node, where, {"name", "model", "endpoints", "max_in_flight", "kv_events"});
   PoolConfig pool;
   if (!node["name"]) Fail(where + ".name", "missing");
   pool.name = NonEmptyString(node["name"], where + ".name");
@@ -47,6 +88,8 @@ PoolConfig ParsePool(const YAML::Node& node, const std::string& where) {
       pool.max_in_flight = v;
     }
   }
+  if (node["kv_events"])
+    pool.kv_events = ParseKvEvents(node["kv_events"], where + ".kv_events", pool.endpoints.size());
   return pool;
 }
 

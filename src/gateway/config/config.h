@@ -14,6 +14,7 @@
 //   pools:
 //     - {name: a, model: m, endpoints: ["http://127.0.0.1:8001", ...],
 //        max_in_flight: 0}                      # per endpoint: N | 0 (no limit) | derive
+//       kv_events: {...}                        # precise prefix index (below)
 //   admission: {max_queue: 256, queue_timeout_s: 10}   # per pool; docs/reliability.md
 //   backpressure: {client_buffer_bytes: 262144, client_stall_timeout_s: 30}
 //   tenants: {...}                              # API-key tenants (gateway/front/tenants.h)
@@ -35,6 +36,18 @@
 // its first token (TTFT for the router and the stats); requests that a stream cannot answer
 // faithfully (StreamsFaithfully) and Anthropic providers are sent as requested anyway.
 // `as_requested` forwards every request with the client's own stream flag.
+// kv_events (per pool, optional): follow each endpoint's vLLM KV events (docs/kv-events.md)
+// and route its requests with the precise prefix index:
+//   tokenizer: engine-sim | DIR     # how vLLM tokenizes this model: engine-sim's stand-in
+//                                   # tokenizer and ChatML, or a Hugging Face model folder
+//                                   # (tokenizer.json, config.json, chat_template.jinja or
+//                                   # tokenizer_config.json's chat_template); required
+//   endpoints: [tcp://host:port]    # each endpoint's publisher, in `endpoints` order;
+//                                   # absent: asked from each endpoint's GET /kv_event_sources
+//   replay_endpoints: [tcp://...]   # with `endpoints`: their replay sockets (optional)
+//   topic: ""                       # with `endpoints`: vLLM's kv_events_config.topic
+//   block_size: 0                   # engine block size; 0: learnt from BlockStored events
+//   none_hash_seed: vllm-none-hash  # PYTHONHASHSEED when the vLLM processes set it
 // Several pools may serve the same or different models. Unknown keys are errors
 // (they are almost always typos), so later features add their keys here.
 //
@@ -64,6 +77,14 @@ struct EndpointAddress {
   uint16_t port = 0;
 };
 
+struct KvEventsConfig {
+  std::string tokenizer;                                 // "engine-sim" or a model folder
+  std::vector<std::string> endpoints, replay_endpoints;  // empty: discovered
+  std::string topic;
+  int block_size = 0;
+  std::string none_hash_seed = "vllm-none-hash";  // kv::kDefaultNoneHashSeed
+};
+
 struct PoolConfig {
   std::string name;
   std::string model;  // served model name (OpenAI `model`)
@@ -73,6 +94,7 @@ struct PoolConfig {
   // derived by default: a scrape taken while one long prefill holds the engine
   // (running 1, waiting > 0) would teach a concurrency of 1 that nothing raises again.
   int max_in_flight = 0;
+  std::optional<KvEventsConfig> kv_events;
 };
 
 // Admission control (gateway/admission_gate.h): the wait queue of each pool.

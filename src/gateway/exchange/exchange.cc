@@ -123,6 +123,7 @@ void Exchange::Attempt() {
   record_.request_id = features_.request_id;
   record_.endpoint = decision_.endpoint;
   record_.predicted_ttft_s = decision_.predicted_ttft_s;
+  if (!ep->provider) ctx_->stats.RecordPrefixIndex(decision_.precise);
   LogDecision(*ctx_, record_);
   ctx_->router.OnDispatched(features_, decision_, now);
   dispatched_ = true;
@@ -327,6 +328,9 @@ http::Headers Exchange::RoutedHeaders() const {
   h.Add("x-kinference-endpoint", decision_.endpoint);
   h.Add("x-kinference-strategy", decision_.strategy);
   h.Add("x-kinference-predicted-ttft-ms", fmt::format("{:.3f}", decision_.predicted_ttft_s * 1e3));
+  // The prefix-cache hit the router expected on the chosen endpoint, and which index said so.
+  h.Add("x-kinference-prefix-index", decision_.precise ? "precise" : "approximate");
+  h.Add("x-kinference-matched-tokens", fmt::format("{:.0f}", decision_.matched_tokens));
   return h;
 }
 

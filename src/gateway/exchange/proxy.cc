@@ -60,6 +60,7 @@ void HandleParsed(const std::shared_ptr<GatewayContext>& ctx, api::ParsedRequest
   features.block_hashes = routing::ChainedBlockHashes(parsed.prompt_text, ctx->config.block_chars);
   features.prompt_chars = parsed.prompt_text.size();
   features.max_tokens = parsed.max_tokens;
+  ctx->AddEngineBlockKeys(parsed, features);
   // /v1/messages: taggers scan the client's original Anthropic body, not the translation.
   PolicyRequest policy = BeginPolicyRequest(*ctx, parsed, headers);
   std::string text = ctx->policy.classifier ? policy.scan_text : std::string();

@@ -47,8 +47,10 @@
 //    request) and answered 504, as when the upstream sent its answer whole.
 //    Anthropic providers always get the request as the client sent it;
 //  - a client disconnect cancels the upstream call and reports Outcome::kCancelled;
-//  - routed responses carry x-kinference-endpoint, x-kinference-strategy and
-//    x-kinference-predicted-ttft-ms (model-time milliseconds);
+//  - routed responses carry x-kinference-endpoint, x-kinference-strategy,
+//    x-kinference-predicted-ttft-ms (model-time milliseconds), x-kinference-matched-tokens
+//    (the prefix-cache hit expected there, tokens) and x-kinference-prefix-index (precise:
+//    from the endpoint's KV events, docs/kv-events.md; approximate otherwise);
 //  - InferencePolicy (policy_gate.h) runs before the router: the router picks only among
 //    the endpoints the request's policy snapshot allows (retries included), a rejection
 //    is answered 403/503 in the API's shape, and every response after evaluation carries

@@ -165,7 +165,30 @@ Stats::Stats()
       policy_generation_("kinference_policy_generation",
                          "Generation of the loaded policy set (0: none loaded).", {}, "gauge"),
       policy_reload_failures_("kinference_policy_reload_failures_total",
-                              "Policy reloads rejected (the last valid set stayed).", {}) {
+                              "Policy reloads rejected (the last valid set stayed).", {}),
+      prefix_index_("kinference_routing_prefix_index_total",
+                    "Routing decisions by the prefix index that matched the chosen endpoint: "
+                    "precise (its vLLM KV events) or approximate.",
+                    {"index"}),
+      kv_live_("kinference_kv_events_live",
+               "1 while the endpoint's KV-event feed is live and its precise index is used.",
+               {"endpoint"}, "gauge"),
+      kv_blocks_("kinference_kv_index_blocks",
+                 "Blocks the endpoint's precise (KV-event) prefix index holds.", {"endpoint"},
+                 "gauge"),
+      kv_batches_("kinference_kv_events_batches_total", "KV-event batches applied.", {"endpoint"}),
+      kv_decode_errors_("kinference_kv_events_decode_errors_total",
+                        "KV-event payloads that did not decode (index cleared).", {"endpoint"}),
+      kv_gaps_("kinference_kv_events_gaps_total", "KV-event sequence gaps seen.", {"endpoint"}),
+      kv_replayed_("kinference_kv_events_replayed_batches_total",
+                   "KV-event batches recovered from the replay socket.", {"endpoint"}),
+      kv_resyncs_("kinference_kv_events_resyncs_total",
+                  "KV-event gaps the replay could not fill (index cleared).", {"endpoint"}),
+      kv_restarts_("kinference_kv_events_publisher_restarts_total",
+                   "KV-event publisher restarts seen (sequence went back; index cleared).",
+                   {"endpoint"}),
+      kv_disconnects_("kinference_kv_events_disconnects_total",
+                      "KV-event publisher disconnections (index cleared).", {"endpoint"}) {
   policy_generation_.Set({}, 0);
   policy_reload_failures_.Set({}, 0);
   client_stalls_.Set({}, 0);
@@ -225,6 +248,22 @@ void Stats::SetPolicyGeneration(uint64_t generation) {
 
 void Stats::RecordPolicyReloadFailure() { policy_reload_failures_.Add({}, 1); }
 
+void Stats::RecordPrefixIndex(bool precise) {
+  prefix_index_.Add({precise ? "precise" : "approximate"}, 1);
+}
+
+void Stats::SetKvFeed(const std::string& endpoint, const KvFeedSample& s) {
+  kv_live_.Set({endpoint}, s.live ? 1 : 0);
+  kv_blocks_.Set({endpoint}, static_cast<double>(s.index_blocks));
+  kv_batches_.Set({endpoint}, static_cast<double>(s.batches));
+  kv_decode_errors_.Set({endpoint}, static_cast<double>(s.decode_errors));
+  kv_gaps_.Set({endpoint}, static_cast<double>(s.gaps));
+  kv_replayed_.Set({endpoint}, static_cast<double>(s.replayed));
+  kv_resyncs_.Set({endpoint}, static_cast<double>(s.resyncs));
+  kv_restarts_.Set({endpoint}, static_cast<double>(s.restarts));
+  kv_disconnects_.Set({endpoint}, static_cast<double>(s.disconnects));
+}
+
 std::string Stats::Exposition() const {
   std::string out;
   ttft_.Expose(out);
@@ -248,6 +287,11 @@ std::string Stats::Exposition() const {
   policy_decisions_.Expose(out);
   policy_generation_.Expose(out);
   policy_reload_failures_.Expose(out);
+  prefix_index_.Expose(out);
+  for (const CounterFamily* f :
+       {&kv_live_, &kv_blocks_, &kv_batches_, &kv_decode_errors_, &kv_gaps_, &kv_replayed_,
+        &kv_resyncs_, &kv_restarts_, &kv_disconnects_})
+    f->Expose(out);
   return out;
 }
 

@@ -26,6 +26,19 @@
 //       matched | removed (candidates) | rejected | dry_run_would_reject
 //   kinference_policy_generation                            gauge, loaded policy set
 //   kinference_policy_reload_failures_total                 counter, rejected reloads
+//   kinference_routing_prefix_index_total{index}            counter, routing decisions by
+//       the index that matched the chosen endpoint: precise (its KV events) | approximate
+//   KV-event feeds of local endpoints (upstream/kv_feeds.h), per endpoint:
+//   kinference_kv_events_live{endpoint}                     gauge, 1: precise index in use
+//   kinference_kv_index_blocks{endpoint}                    gauge, blocks it holds
+//   kinference_kv_events_batches_total{endpoint}            counter, batches applied
+//   kinference_kv_events_decode_errors_total{endpoint}      counter, payloads not decoded
+//   kinference_kv_events_gaps_total{endpoint}               counter, sequence gaps seen
+//   kinference_kv_events_replayed_batches_total{endpoint}   counter, recovered by replay
+//   kinference_kv_events_resyncs_total{endpoint}            counter, gaps replay could not
+//       fill (index cleared)
+//   kinference_kv_events_publisher_restarts_total{endpoint} counter, sequence went back
+//   kinference_kv_events_disconnects_total{endpoint}        counter, publisher went away
 // Bucket bounds of the first three are vLLM V1's (vllm/v1/metrics/loggers.py:
 // vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
 // vllm:e2e_request_latency_seconds), so dashboards for vLLM read ours the same way.
@@ -86,6 +99,14 @@ class HistogramFamily {
   std::map<LabelValues, HistogramData> values_;
 };
 
+// One KV-event feed's state (upstream/kv_feeds.h), for SetKvFeed.
+struct KvFeedSample {
+  bool live = false;
+  size_t index_blocks = 0;
+  uint64_t batches = 0, decode_errors = 0, gaps = 0, replayed = 0, resyncs = 0, restarts = 0,
+           disconnects = 0;
+};
+
 class Stats {
  public:
   Stats();
@@ -112,6 +133,8 @@ class Stats {
   void SetPolicyDecisions(const std::string& policy, const std::string& outcome, double count);
   void SetPolicyGeneration(uint64_t generation);
   void RecordPolicyReloadFailure();
+  void RecordPrefixIndex(bool precise);
+  void SetKvFeed(const std::string& endpoint, const KvFeedSample& sample);
 
   // Prometheus text exposition of every series.
   std::string Exposition() const;
@@ -130,6 +153,9 @@ class Stats {
   CounterFamily retries_, ejections_, metrics_stale_;
   CounterFamily admission_waiting_, admission_queued_, admission_refused_, client_stalls_;
   CounterFamily policy_decisions_, policy_generation_, policy_reload_failures_;
+  CounterFamily prefix_index_;
+  CounterFamily kv_live_, kv_blocks_, kv_batches_, kv_decode_errors_, kv_gaps_, kv_replayed_,
+      kv_resyncs_, kv_restarts_, kv_disconnects_;
 };
 
 // Label values are escaped with kinference::EscapeLabelValue (common/prometheus_text.h).

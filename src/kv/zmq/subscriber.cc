@@ -141,7 +141,11 @@ void ZmqSubscriber::Run() {
           !ev.empty() && ev[0].size() >= 2) {
         uint16_t kind = 0;
         std::memcpy(&kind, ev[0].data(), sizeof(kind));
-        if (kind == ZMQ_EVENT_DISCONNECTED) {
+        if (kind == ZMQ_EVENT_CONNECTED && s.has_replay) {
+          // (Re)connected: learn what the publisher has buffered now rather than at its
+          // next batch (kv/event_stream.h Join).
+          deliver(s.stream.Join());
+        } else if (kind == ZMQ_EVENT_DISCONNECTED) {
           // The publisher is gone: what it said may no longer hold (a restarted engine
           // has an empty cache). Start over with the next batch.
           ++counters_.disconnects;

@@ -7,6 +7,8 @@
 //     connected to `replay_endpoint` (optional) asks for missed batches: ["",
 //     start_seq 8 bytes BE] -> ["", (topic,) seq, payload]... then seq = -1. A replay
 //     unanswered after `replay_timeout_s` counts as ended.
+//   - on connecting (and reconnecting) it asks the replay socket for every buffered batch
+//     (EventStream::Join), so what an engine already caches is known at once;
 //   - the SUB socket's connection is watched (ZeroMQ socket monitor): a disconnect (the
 //     publisher died) clears what is known, resets the sequence (the next batch starts
 //     over: replay from 0, or seq 0 from a new process) and reports the feed not live;

@@ -207,3 +207,57 @@ TEST(GatewayConfig, AdmissionBackpressureAndMaxInFlight) {
 
 }  // namespace
 }  // namespace kinference::gateway
+
+namespace kinference::gateway {
+namespace {
+
+TEST(GatewayConfig, ParsesKvEvents) {
+  auto c = ParseGatewayConfig(R"(
+pools:
+  - name: a
+    model: m
+    endpoints: [http://127.0.0.1:8001, http://127.0.0.1:8002]
+    kv_events:
+      tokenizer: /models/qwen
+      endpoints: [tcp://127.0.0.1:5557, tcp://127.0.0.1:5567]
+      replay_endpoints: [tcp://127.0.0.1:5558, tcp://127.0.0.1:5568]
+      topic: kv
+      block_size: 128
+      none_hash_seed: "0"
+  - name: b
+    model: m2
+    endpoints: [http://127.0.0.1:8003]
+    kv_events: {tokenizer: engine-sim}
+)");
+  ASSERT_TRUE(c.pools[0].kv_events);
+  const KvEventsConfig& k = *c.pools[0].kv_events;
+  EXPECT_EQ(k.tokenizer, "/models/qwen");
+  EXPECT_EQ(k.endpoints[1], "tcp://127.0.0.1:5567");
+  EXPECT_EQ(k.replay_endpoints[0], "tcp://127.0.0.1:5558");
+  EXPECT_EQ(k.topic, "kv");
+  EXPECT_EQ(k.block_size, 128);
+  EXPECT_EQ(k.none_hash_seed, "0");
+  ASSERT_TRUE(c.pools[1].kv_events);
+  EXPECT_TRUE(c.pools[1].kv_events->endpoints.empty());  // discovered
+  EXPECT_EQ(c.pools[1].kv_events->none_hash_seed, "vllm-none-hash");
+}
+
+TEST(GatewayConfig, KvEventsErrorsNameTheField) {
+  const std::string head = "pools:\n  - {name: a, model: m, endpoints: [http://127.0.0.1:8001], ";
+  EXPECT_NE(ErrorOf(head + "kv_events: {}}").find("pools[0].kv_events.tokenizer: missing"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(head + "kv_events: {tokenizer: engine-sim, endpoints: [a, b]}}")
+                .find("pools[0].kv_events.endpoints: expected a list of 1"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(head + "kv_events: {tokenizer: engine-sim, endpoints: [http://x:1]}}")
+                .find("pools[0].kv_events.endpoints[0]: expected tcp://host:port"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(head + "kv_events: {tokenizer: engine-sim, topic: kv}}")
+                .find("pools[0].kv_events.topic: needs endpoints"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(head + "kv_events: {tokenizer: engine-sim, blok_size: 3}}").find("blok_size"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kinference::gateway
