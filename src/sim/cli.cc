@@ -51,6 +51,7 @@ struct CliOptions {
   std::string burst;  // "SIZE,INTERVAL_S[,SPREAD_S]"
   size_t routers = 1;
   bool split_by_session = false;
+  bool same_router_seed = false;
   size_t admission_awaiting = 0;
   bool no_cached_tokens = false;
   bool quiet = false;
@@ -180,6 +181,7 @@ Result<Scenario> AdHocScenario(const CliOptions& o, const ScenarioParams& params
   c.options.metrics_delay_s = params.metrics_delay_s;
   c.options.routers = o.routers;
   c.options.split_by_session = o.split_by_session;
+  c.options.same_router_seed = o.same_router_seed;
   c.options.admission.max_awaiting_per_endpoint = o.admission_awaiting;
   c.options.usage_cached_tokens = !o.no_cached_tokens;
   c.options.kv_events = o.kv_events;
@@ -334,6 +336,8 @@ void RegisterCommand(CLI::App& app) {
                   "ad-hoc arrivals in bursts SIZE,INTERVAL_S[,SPREAD_S] (instead of --rate)");
   cmd->add_option("--routers", opts->routers, "ad-hoc: gateway replicas (own router each)")
       ->capture_default_str();
+  cmd->add_flag("--same-router-seed", opts->same_router_seed,
+                "ad-hoc: every gateway replica's router breaks ties with the same seed");
   cmd->add_flag("--split-by-session", opts->split_by_session,
                 "ad-hoc: a session keeps its gateway replica (default: each request at random)");
   cmd->add_option("--admission", opts->admission_awaiting,

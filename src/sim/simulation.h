@@ -118,6 +118,10 @@ struct SimOptions {
   size_t routers = 1;
   std::vector<double> router_weights;
   bool split_by_session = false;
+  // Every gateway replica's router gets the same seed (`seed`), as gateways all started
+  // with one fixed seed did before `router_seed` (gateway/config/config.h): on identical
+  // views they break ties identically and herd. Default: a seed per replica.
+  bool same_router_seed = false;
   // The routers learn the TTFT cost's shape, not only its speed (RouterConfig).
   bool learn_cost_shape = true;
   // Whether usage carries prompt_tokens_details.cached_tokens (vLLM's

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "common/tokenizer.h"
 #include "engine/engine.h"
@@ -315,6 +316,34 @@ TEST(SimulationTest, PrefixRoutingWorksWithoutCachedTokenDetails) {
   // 0.62 is all there is to get; both get it.
   EXPECT_GT(ratio(*b), 0.6);
   EXPECT_NEAR(ratio(*b), ratio(*a), 0.02);
+}
+
+// Gateway replicas with one tie-break seed see the same idle candidates in a burst and
+// pick alike: each one's k-th request lands where every other one's k-th does. With a
+// seed per replica (the gateway's default since router_seed) the burst spreads.
+TEST(SimulationTest, GatewayReplicasWithOneSeedHerdInABurst) {
+  auto sessions = OnePrefix(16, 0.0005);  // 16 requests within 8 ms, before any scrape
+  struct Spread {
+    size_t most = 0;  // requests on the busiest endpoint
+    size_t used = 0;  // endpoints that got any
+  };
+  auto spread_of = [&](bool same_seed) {
+    auto o = Options("predicted-ttft", 8);
+    o.routers = 4;
+    o.same_router_seed = same_seed;
+    auto r = Simulate(sessions, o);
+    EXPECT_TRUE(r.ok());
+    std::map<std::string, size_t> per;
+    Spread out;
+    for (const auto& q : r->requests) out.most = std::max(out.most, ++per[q.record.endpoint]);
+    out.used = per.size();
+    return out;
+  };
+  const Spread herded = spread_of(true), spread = spread_of(false);
+  // One seed: every gateway's k-th request goes to the same endpoint (4 gateways, so 4
+  // there), and only as many endpoints are used as one gateway sent requests.
+  EXPECT_GE(herded.most, 4u);
+  EXPECT_GT(spread.used, herded.used);
 }
 
 // The simulator hands routers SnapshotOf(metrics) instead of rendering /metrics and
