@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <boost/json/serialize.hpp>
 #include <boost/url/parse.hpp>
 #include <cmath>
 #include <filesystem>
@@ -228,6 +229,70 @@ TenantLimits ParseTenantLimits(const YAML::Node& node, const std::string& w) {
     } else {
       Fail(w + ".on_limits_unavailable", "expected fail_open or fail_closed, got '" + s + "'");
     }
+  }
+  return l;
+}
+
+Result<TenantLimits> TenantLimitsFromJson(const boost::json::object& o, const std::string& w) {
+  TenantLimits l;
+  auto integer = [&](const boost::json::value& v, const std::string& f,
+                     std::optional<int64_t>& out) -> Status {
+    int64_t n = 0;
+    if (v.is_int64()) {
+      n = v.get_int64();
+    } else if (v.is_uint64() && v.get_uint64() <= INT64_MAX) {
+      n = static_cast<int64_t>(v.get_uint64());
+    } else {
+      return InvalidArgument(f + ": expected an integer >= 1", f);
+    }
+    if (n < 1) return InvalidArgument(f + ": expected an integer >= 1", f);
+    out = n;
+    return Status::Ok();
+  };
+  auto usd = [&](const boost::json::value& v, const std::string& f,
+                 std::optional<NanoUsd>& out) -> Status {
+    std::string text;
+    if (v.is_string()) {
+      text = std::string(v.get_string());
+    } else if (v.is_int64() || v.is_uint64()) {
+      text = boost::json::serialize(v);
+    } else {
+      return InvalidArgument(f + ": expected a decimal string of USD, e.g. \"12.50\"", f);
+    }
+    auto r = ParseUsd(text);
+    if (!r.ok()) return InvalidArgument(f + ": " + r.status().message(), f);
+    out = *r;
+    return Status::Ok();
+  };
+  for (const auto& kv : o) {
+    const std::string key(kv.key());
+    const std::string f = w + "." + key;
+    Status s;
+    if (key == "requestsPerMinute") {
+      s = integer(kv.value(), f, l.requests_per_minute);
+    } else if (key == "inputTokensPerMinute") {
+      s = integer(kv.value(), f, l.input_tokens_per_minute);
+    } else if (key == "outputTokensPerMinute") {
+      s = integer(kv.value(), f, l.output_tokens_per_minute);
+    } else if (key == "maxConcurrentRequests") {
+      s = integer(kv.value(), f, l.max_concurrent_requests);
+    } else if (key == "spendPerDayUSD") {
+      s = usd(kv.value(), f, l.spend_per_day);
+    } else if (key == "spendPerMonthUSD") {
+      s = usd(kv.value(), f, l.spend_per_month);
+    } else if (key == "onLimitsUnavailable") {
+      const auto* v = kv.value().if_string();
+      if (v && *v == "FailOpen") {
+        l.on_unavailable = OnUnavailable::kFailOpen;
+      } else if (v && *v == "FailClosed") {
+        l.on_unavailable = OnUnavailable::kFailClosed;
+      } else {
+        s = InvalidArgument(f + ": expected FailOpen or FailClosed", f);
+      }
+    } else {
+      s = InvalidArgument(f + ": unknown field", f);
+    }
+    if (!s.ok()) return s;
   }
   return l;
 }

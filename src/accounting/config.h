@@ -45,6 +45,7 @@
 // Thread-safety: plain data; the parser is a pure function.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -54,6 +55,7 @@
 
 #include "accounting/limits.h"
 #include "accounting/prices.h"
+#include "common/status.h"
 
 namespace YAML {
 class Node;
@@ -115,7 +117,15 @@ struct AccountingConfig {
 // Parses the `accounting` node; `base_dir` resolves relative paths ("" leaves them).
 // Throws ConfigError.
 AccountingConfig ParseAccountingConfig(const YAML::Node& node, const std::string& base_dir);
-// One tenant's limits map (also the shape of InferenceTenant's spec.limits).
+// One tenant's limits map in the config file's form (snake_case keys, above).
 TenantLimits ParseTenantLimits(const YAML::Node& node, const std::string& where);
+
+// The same limits in Kubernetes' form, InferenceTenant's spec.limits (camelCase keys):
+//   {requestsPerMinute, inputTokensPerMinute, outputTokensPerMinute,
+//    maxConcurrentRequests: integers >= 1; spendPerDayUSD, spendPerMonthUSD: decimal
+//    strings such as "12.50" (exact; JSON numbers are binary floats); onLimitsUnavailable:
+//    FailOpen | FailClosed}. Unknown keys are errors. kInvalidArgument naming the field
+//    path under `where` (e.g. "spec.limits.requestsPerMinute: expected an integer >= 1").
+Result<TenantLimits> TenantLimitsFromJson(const boost::json::object& o, const std::string& where);
 
 }  // namespace kinference::accounting

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <boost/json/parse.hpp>
+
 namespace kinference::accounting {
 namespace {
 
@@ -82,6 +84,42 @@ TEST(AccountingConfig, ErrorsNameTheField) {
   EXPECT_NE(ErrorOf("{redis: {url: \"redis://:secret@h:1\"}}").find("accounting.redis.url"),
             std::string::npos);
   EXPECT_NE(ErrorOf("{budgets: {}}").find("accounting.budgets: unknown key"), std::string::npos);
+}
+
+TEST(TenantLimitsFromJson, ReadsInferenceTenantSpecLimits) {
+  auto l = TenantLimitsFromJson(boost::json::parse(R"({"requestsPerMinute": 600,
+      "inputTokensPerMinute": 100000, "outputTokensPerMinute": 20000,
+      "maxConcurrentRequests": 16, "spendPerDayUSD": "50", "spendPerMonthUSD": "1000.25",
+      "onLimitsUnavailable": "FailClosed"})")
+                                    .as_object(),
+                                "spec.limits");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->requests_per_minute, 600);
+  EXPECT_EQ(l->max_concurrent_requests, 16);
+  EXPECT_EQ(l->spend_per_month, 1'000'250'000'000);
+  EXPECT_EQ(l->on_unavailable, OnUnavailable::kFailClosed);
+  // The same limits as the config file's form.
+  EXPECT_EQ(*l, ParseTenantLimits(YAML::Load("{requests_per_minute: 600, "
+                                             "input_tokens_per_minute: 100000, "
+                                             "output_tokens_per_minute: 20000, "
+                                             "max_concurrent_requests: 16, spend_per_day_usd: 50, "
+                                             "spend_per_month_usd: 1000.25, "
+                                             "on_limits_unavailable: fail_closed}"),
+                                  "t"));
+}
+
+TEST(TenantLimitsFromJson, ErrorsNameTheFieldPath) {
+  auto bad = [](const char* json) {
+    auto l = TenantLimitsFromJson(boost::json::parse(json).as_object(), "spec.limits");
+    return l.ok() ? std::string() : l.status().message();
+  };
+  EXPECT_EQ(bad(R"({"requestsPerMinute": 0})"),
+            "spec.limits.requestsPerMinute: expected an integer >= 1");
+  EXPECT_EQ(bad(R"({"spendPerDayUSD": 1.5})"),
+            "spec.limits.spendPerDayUSD: expected a decimal string of USD, e.g. \"12.50\"");
+  EXPECT_EQ(bad(R"({"rpm": 5})"), "spec.limits.rpm: unknown field");
+  EXPECT_EQ(bad(R"({"onLimitsUnavailable": "fail_open"})"),
+            "spec.limits.onLimitsUnavailable: expected FailOpen or FailClosed");
 }
 
 }  // namespace
