@@ -90,6 +90,12 @@ void RunClassifier(GatewayContext& ctx, PolicyRequest& pr, std::string text,
                       });
 }
 
+namespace {
+// What an endpoint that cannot serve now (ejected, unhealthy) is predicted to take, for the
+// policies' TTFT bounds: longer than any bound an operator would write (a day).
+constexpr double kUnservablePredictedTtftS = 86400;
+}  // namespace
+
 Result<policy::Evaluation> EvaluatePolicies(GatewayContext& ctx, const PolicyRequest& pr,
                                             const routing::RequestFeatures& features, Seconds now,
                                             const EndpointFilter& usable) {
@@ -98,8 +104,22 @@ Result<policy::Evaluation> EvaluatePolicies(GatewayContext& ctx, const PolicyReq
   for (const auto& ep : ctx.endpoints) {
     if (models.count(ep.info.model) && (!usable || usable(ep))) ids.push_back(ep.info.id);
   }
+  // The router scores healthy endpoints only. An ejected one is still a candidate for the
+  // policies (health is not policy: a request whose allowed endpoints are all down gets
+  // 503 with Retry-After from the exchange, not a policy's 403), predicted never to meet a
+  // TTFT bound, so spillover rules move past it.
+  std::vector<routing::CandidateScore> scores = ctx.router.Score(features, ids, now);
+  for (const auto& id : ids) {
+    bool scored =
+        std::any_of(scores.begin(), scores.end(), [&](const auto& s) { return s.endpoint == id; });
+    if (scored) continue;
+    routing::CandidateScore unscored;
+    unscored.endpoint = id;
+    unscored.predicted_ttft_s = kUnservablePredictedTtftS;
+    scores.push_back(std::move(unscored));
+  }
   std::vector<policy::Candidate> candidates;
-  for (const auto& score : ctx.router.Score(features, ids, now)) {
+  for (const auto& score : scores) {
     const Endpoint* ep = ctx.Find(score.endpoint);
     if (!ep) continue;
     policy::Candidate c;
