@@ -109,14 +109,16 @@ Result<policy::Evaluation> EvaluatePolicies(GatewayContext& ctx, const PolicyReq
   // 503 with Retry-After from the exchange, not a policy's 403), predicted never to meet a
   // TTFT bound, so spillover rules move past it.
   std::vector<routing::CandidateScore> scores = ctx.router.Score(features, ids, now);
-  for (const auto& id : ids) {
-    bool scored =
-        std::any_of(scores.begin(), scores.end(), [&](const auto& s) { return s.endpoint == id; });
-    if (scored) continue;
-    routing::CandidateScore unscored;
-    unscored.endpoint = id;
-    unscored.predicted_ttft_s = kUnservablePredictedTtftS;
-    scores.push_back(std::move(unscored));
+  if (scores.size() < ids.size()) {  // some were skipped: no search on the common path
+    std::set<routing::EndpointId> scored;
+    for (const auto& s : scores) scored.insert(s.endpoint);
+    for (const auto& id : ids) {
+      if (scored.count(id)) continue;
+      routing::CandidateScore unscored;
+      unscored.endpoint = id;
+      unscored.predicted_ttft_s = kUnservablePredictedTtftS;
+      scores.push_back(std::move(unscored));
+    }
   }
   std::vector<policy::Candidate> candidates;
   for (const auto& score : scores) {
