@@ -82,40 +82,16 @@ fi
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/kinference-demo.XXXXXX")
 PIDS=()
 
-stop_all() {
-  local pid
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-  PIDS=()
-}
+# wait_listening and stop_pids (stops every process in PIDS) are shared with the bench scripts.
+# shellcheck source=scripts/lib/fronts.sh
+source scripts/lib/fronts.sh
 cleanup() {
-  stop_all
+  stop_pids
   if [[ $BACKEND == vllm ]]; then bash scripts/vllm-serve.sh stop "$TMP/vllm" || true; fi
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-# wait_listening NAME LOG PID: waits for "<NAME> listening on HOST:PORT" in LOG (the child's
-# stdout) and prints PORT; if the child dies first, prints its logs and fails.
-wait_listening() {
-  local name=$1 log=$2 pid=$3 line
-  for _ in $(seq 1 600); do
-    line=$(grep -m1 "$name listening on" "$log" 2>/dev/null || true)
-    if [[ -n $line ]]; then
-      echo "${line##*:}"
-      return 0
-    fi
-    if ! kill -0 "$pid" 2>/dev/null; then
-      echo "demo: $name exited during start-up:" >&2
-      cat "$log" "$log.err" >&2 || true
-      return 1
-    fi
-    sleep 0.1
-  done
-  echo "demo: $name did not start within 60 s" >&2
-  return 1
-}
 
 # vLLM replicas for DEMO_BACKEND=vllm: started once; sets VLLM_ENDPOINTS (YAML list items).
 VLLM_ENDPOINTS=""
@@ -190,7 +166,7 @@ run_case() {
   echo "== $label / $strategy (time scale $K)"
   "$BIN" bench --target "$GATEWAY_URL" --strategy "$strategy" --time-scale "$K" \
     --label "$label" --summary "$OUT/summary.json" --out "$OUT/requests" "$@"
-  stop_all
+  stop_pids
   echo "   ($((SECONDS - t0)) s wall)"
 }
 
