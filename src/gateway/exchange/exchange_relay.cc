@@ -33,6 +33,17 @@ std::string BadGatewayBody(std::string_view message) {
                                                         {"code", kBadGateway}}}});
 }
 
+// error.type of an OpenAI- or Anthropic-shaped error body; empty for anything else.
+std::string UpstreamErrorType(std::string_view body) {
+  boost::json::error_code ec;
+  boost::json::value v = boost::json::parse(body, ec);
+  if (ec || !v.is_object()) return {};
+  const boost::json::value* error = v.get_object().if_contains("error");
+  if (error == nullptr || !error->is_object()) return {};
+  const boost::json::value* type = error->get_object().if_contains("type");
+  return type != nullptr && type->is_string() ? std::string(type->get_string()) : std::string();
+}
+
 }  // namespace
 
 void Exchange::OnHeaders(int status, const http::Headers& headers) {
@@ -323,18 +334,24 @@ void Exchange::SanitizeUpstreamError() {
   }
   spdlog::warn("request {}: upstream {} answered {}: {}", base_request_id_, decision_.endpoint,
                upstream_status_, RedactSecrets(body_, keys));
-  int status = upstream_status_ == 503 || upstream_status_ == 504 ? upstream_status_
-               : upstream_status_ >= 500                          ? kBadGateway
-                                                                  : upstream_status_;
+  // Overload keeps its class (Anthropic's 529 / overloaded_error; SDKs back off on it):
+  // 503 overloaded_error here, 529 again on /v1/messages. The words are the gateway's.
+  const bool overloaded = upstream_status_ == 529 || UpstreamErrorType(body_) == "overloaded_error";
+  int status = overloaded                                           ? 503
+               : upstream_status_ == 503 || upstream_status_ == 504 ? upstream_status_
+               : upstream_status_ >= 500                            ? kBadGateway
+                                                                    : upstream_status_;
   std::string message = fmt::format("The model server {} (upstream status {}xx); request id {}.",
-                                    upstream_status_ >= 500 ? "failed" : "rejected the request",
+                                    overloaded                ? "is overloaded"
+                                    : upstream_status_ >= 500 ? "failed"
+                                                              : "rejected the request",
                                     upstream_status_ / 100, base_request_id_);
+  const char* type = overloaded                ? "overloaded_error"
+                     : upstream_status_ >= 500 ? "api_error"
+                                               : "invalid_request_error";
   body_ = boost::json::serialize(boost::json::object{
       {"error", boost::json::object{
-                    {"message", message},
-                    {"type", upstream_status_ >= 500 ? "api_error" : "invalid_request_error"},
-                    {"param", nullptr},
-                    {"code", status}}}});
+                    {"message", message}, {"type", type}, {"param", nullptr}, {"code", status}}}});
   upstream_status_ = status;
   upstream_content_type_ = "application/json";
 }
@@ -386,13 +403,16 @@ void Exchange::RelayWholeBody() {
   }
   bool ok = upstream_status_ >= 200 && upstream_status_ < 400;
   if (upstream_status_ >= 400) {  // Anthropic's shape, the gateway's words for a 5xx
+    const int upstream_status = upstream_status_;
     SanitizeUpstreamError();
     if (upstream_status_ >= 500) {
       boost::json::error_code ec;
       auto v = boost::json::parse(body_, ec);
       std::string message =
           ec ? std::string("upstream error") : std::string(v.at("error").at("message").as_string());
-      body_ = api::anthropic::ErrorBody("api_error", message);
+      const bool overloaded = UpstreamErrorType(body_) == "overloaded_error";
+      if (overloaded && upstream_status == 529) upstream_status_ = 529;
+      body_ = api::anthropic::ErrorBody(overloaded ? "overloaded_error" : "api_error", message);
     }
   }
   writer_->Send(upstream_status_,

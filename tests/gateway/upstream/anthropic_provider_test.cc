@@ -192,9 +192,29 @@ TEST_F(AnthropicProviderTest, ErrorsMapToEachFrontsShape) {
   auto r = Post(kChat);
   EXPECT_EQ(r.status, 503);
   EXPECT_EQ(json::parse(r.body).at("error").at("type"), "overloaded_error") << r.body;
+  EXPECT_EQ(r.body.find("Overloaded"), std::string::npos) << r.body;  // the gateway's words
   auto m = Post(kMessages, {}, "/v1/messages");
   EXPECT_EQ(m.status, 529);
-  EXPECT_EQ(m.body, overloaded);
+  auto body = json::parse(m.body);
+  EXPECT_EQ(body.at("type"), "error") << m.body;
+  EXPECT_EQ(body.at("error").at("type"), "overloaded_error") << m.body;
+  EXPECT_EQ(m.body.find("Overloaded"), std::string::npos) << m.body;
+}
+
+// A plain 500 from the provider is a bad gateway in each front's shape, in the gateway's
+// words: the class is not overload, and the provider's text never reaches the client.
+TEST_F(AnthropicProviderTest, ServerErrorIsABadGatewayWithoutTheProvidersText) {
+  server_->set_response(
+      500, "application/json",
+      R"({"type":"error","error":{"type":"api_error","message":"internal at 10.0.0.7"}})");
+  auto r = Post(kChat);
+  EXPECT_EQ(r.status, 502) << r.body;
+  EXPECT_EQ(json::parse(r.body).at("error").at("type"), "api_error") << r.body;
+  EXPECT_EQ(r.body.find("10.0.0.7"), std::string::npos) << r.body;
+  auto m = Post(kMessages, {}, "/v1/messages");
+  EXPECT_EQ(m.status, 502) << m.body;
+  EXPECT_EQ(json::parse(m.body).at("error").at("type"), "api_error") << m.body;
+  EXPECT_EQ(m.body.find("10.0.0.7"), std::string::npos) << m.body;
 }
 
 // The provider rejecting the gateway's key is the gateway's fault, not the client's: 502
