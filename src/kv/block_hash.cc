@@ -31,17 +31,20 @@ void PutLe(std::string& out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-void PutInt(std::string& out, TokenId v) {
+// Writes the smallest pickle int opcode for `v` at `w`; returns the end of what it wrote.
+char* PutInt(char* w, TokenId v) {
+  int bytes = 4;
   if (v <= 0xff) {
-    out.push_back(kBinInt1);
-    PutLe(out, v, 1);
+    *w++ = kBinInt1;
+    bytes = 1;
   } else if (v <= 0xffff) {
-    out.push_back(kBinInt2);
-    PutLe(out, v, 2);
+    *w++ = kBinInt2;
+    bytes = 2;
   } else {  // token ids are below 2^31: BININT (4-byte signed little-endian)
-    out.push_back(kBinInt);
-    PutLe(out, v, 4);
+    *w++ = kBinInt;
   }
+  for (int i = 0; i < bytes; ++i) *w++ = static_cast<char>((v >> (8 * i)) & 0xff);
+  return w;
 }
 
 void PutStr(std::string& out, std::string_view s) {
@@ -118,7 +121,12 @@ std::string PickleBlockKey(const Digest& parent, std::span<const TokenId> tokens
     out.push_back(')');  // EMPTY_TUPLE (not memoized)
   } else {
     if (tokens.size() > kTupleCodes) out.push_back(kMark);
-    for (TokenId t : tokens) PutInt(out, t);
+    // At most 5 bytes per id (BININT); written through a pointer, then trimmed.
+    size_t at = out.size();
+    out.resize(at + tokens.size() * 5);
+    char* w = out.data() + at;
+    for (TokenId t : tokens) w = PutInt(w, t);
+    out.resize(static_cast<size_t>(w - out.data()));
     out.push_back(tokens.size() > kTupleCodes
                       ? kTuple
                       : static_cast<char>(kTuple1 + static_cast<char>(tokens.size() - 1)));

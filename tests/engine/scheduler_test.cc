@@ -120,6 +120,32 @@ TEST(KvEvents, BlockStoredChainsParentHashes) {
   EXPECT_EQ(kv::BlockHasher().BlockKeys(a, 16), keys);
 }
 
+// Blocks hashed before (the engine remembers recent block hashes) chain exactly as fresh
+// ones: a block of equal tokens under another parent gets another key.
+TEST(KvEvents, RepeatedAndReparentedBlocksHashAsVllmDoes) {
+  Engine e(TinyProfile(100));
+  auto block = Tokens(7, 16);
+  auto a = Concat(Concat(Tokens(1, 16), block), Tokens(2, 16));  // x, block, y
+  auto b = Concat(Concat(Tokens(3, 16), block), Tokens(2, 16));  // z, block, y
+  ASSERT_TRUE(e.AddRequest(Req("a", Concat(a, Tokens(4, 5)), 1)).ok());
+  auto log = RunToIdle(e, 0);
+  ASSERT_TRUE(e.AddRequest(Req("b", Concat(b, Tokens(5, 5)), 1, log.end)).ok());
+  ASSERT_TRUE(e.AddRequest(Req("a2", Concat(a, Tokens(6, 5)), 1, log.end)).ok());
+  auto log2 = RunToIdle(e, log.end);
+  EXPECT_EQ(log2.finished.at("a2").cached_tokens, 48);
+  EXPECT_EQ(log2.finished.at("b").cached_tokens, 0);
+  std::vector<uint64_t> stored;
+  for (const auto* l : {&log, &log2})
+    for (const auto& s : l->steps)
+      for (const auto& ev : s.kv_events)
+        if (const auto* st = std::get_if<kv::BlockStored>(&ev))
+          stored.insert(stored.end(), st->block_hashes.begin(), st->block_hashes.end());
+  std::vector<uint64_t> expected = kv::BlockHasher().BlockKeys(a, 16);
+  for (uint64_t k : kv::BlockHasher().BlockKeys(b, 16)) expected.push_back(k);
+  EXPECT_EQ(stored, expected);
+  EXPECT_NE(expected[1], expected[4]);  // the same tokens under x and under z
+}
+
 TEST(Eviction, LeastRecentlyFreedRequestIsEvictedFirst) {
   Engine e(TinyProfile(10));
   auto a = Tokens(1, 64), b = Tokens(2, 64);
