@@ -12,7 +12,7 @@
 # Reported per front (results/peers/summary.json, `kinference bench table`): TTFT p50/p90/
 # p99, ITL and e2e, the cached-token ratio the engines reported in usage; and the split of
 # requests over the three replicas (from each engine's vllm:request_success_total), in
-# results/peers/REPORT.md.
+# results/peers/REPORT.md, with plots beside it (TTFT CDF per front, replica split).
 # Note on vllm-router: its cache_aware policy keys chat requests by
 # session_params.session_id (not message text); the bench sends none, as a client of the
 # OpenAI API would not, so it balances without prefix knowledge.
@@ -110,4 +110,12 @@ for line in open(sys.argv[1]):
     print("- %s / %s: %s (largest share %.0f%%)" % (d["workload"], d["front"], n, 100 * max(n) / total))
 ' "$OUT/split.jsonl"
 } >"$OUT/REPORT.md"
+# Plots beside the report (TTFT CDF per front, requests per replica per front), with
+# matplotlib from the cached venv (scripts/plot-env.sh); their section is appended.
+if PY=$(bash scripts/plot-env.sh); then
+  "$PY" scripts/plot_bench.py "$OUT" --report PLOTS.md >&2
+  { echo; sed -n '/^## Plots/,$p' "$OUT/PLOTS.md"; } >>"$OUT/REPORT.md"
+else
+  echo "bench-peers: no plotting venv (scripts/plot-env.sh failed); report without plots" >&2
+fi
 cat "$OUT/REPORT.md"

@@ -4,11 +4,16 @@ the results table and, when matplotlib is importable, plots beside it as PNG and
   - TTFT CDF per strategy, one figure per workload label;
   - requests in flight per endpoint over time, one panel per strategy, per workload label;
   - goodput vs concurrency per strategy, for a workload run at two or more --concurrency
-    values (goodput: requests whose TTFT met --slo, per minute of the run).
+    values (goodput: requests whose TTFT met --slo, per minute of the run);
+  - requests served per replica, one group per front, per workload, when DIR/split.jsonl
+    exists (make bench-peers: lines {"workload", "front", "requests_per_replica": [...]}).
+Records without an endpoint (a peer router does not say where it sent a request) are left
+out of the per-endpoint load plot; the replica split covers them.
 
-Usage: plot_bench.py DIR [--slo SECONDS]
+Usage: plot_bench.py DIR [--slo SECONDS] [--report NAME]
 Reads DIR/summary.json (bench --summary) and DIR/requests/<label>_<strategy>.jsonl
-(bench --out DIR/requests). Times are model seconds, as bench reports them.
+(bench --out DIR/requests). Times are model seconds, as bench reports them. Writes
+DIR/NAME (default REPORT.md).
 """
 import argparse
 import json
@@ -55,6 +60,7 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("--slo", type=float, default=DEFAULT_SLO_S,
                     help="TTFT threshold for goodput, model seconds")
+    ap.add_argument("--report", default="REPORT.md", help="report file name inside DIR")
     args = ap.parse_args()
     with open(os.path.join(args.dir, "summary.json")) as f:
         results = json.load(f).get("results", [])
@@ -97,10 +103,12 @@ def main():
             made.append(report_plots.ttft_cdf(
                 plt, args.dir, f"ttft_cdf_{label}", f"{label}: TTFT CDF per strategy",
                 [(name(r), report_plots.ttft_values(recs)) for r, recs in runs]))
-            made.append(report_plots.endpoint_load_plot(
-                plt, args.dir, f"endpoint_load_{label}",
-                f"{label}: requests in flight per endpoint", [(name(r), recs)
-                                                              for r, recs in runs]))
+            routed = [(name(r), recs) for r, recs in runs
+                      if any(x.get("endpoint") for x in recs)]
+            if routed:
+                made.append(report_plots.endpoint_load_plot(
+                    plt, args.dir, f"endpoint_load_{label}",
+                    f"{label}: requests in flight per endpoint", routed))
         for workload in sorted({r["workload"] for r in results}):
             rs = [r for r in results if r["workload"] == workload and r.get("concurrency")]
             if len({r["concurrency"] for r in rs}) < 2:
@@ -114,13 +122,27 @@ def main():
                 plt, args.dir, f"goodput_{workload}",
                 f"{workload}: goodput (TTFT <= {args.slo:g} s) vs concurrency",
                 sorted(series.items())))
+    split_path = os.path.join(args.dir, "split.jsonl")
+    splits = report_plots.read_jsonl(split_path) if os.path.exists(split_path) else []
+    if splits:
+        lines += ["## Requests served per replica", ""]
+        lines.append(table([[d["workload"], d["front"], d["requests_per_replica"]]
+                            for d in splits], ["workload", "front", "per replica"]))
+        lines.append("")
+    if plt is not None:
+        for workload in sorted({d["workload"] for d in splits}):
+            made.append(report_plots.split_plot(
+                plt, args.dir, f"replica_split_{workload}",
+                f"{workload}: requests served per replica",
+                [(d["front"], d["requests_per_replica"]) for d in splits
+                 if d["workload"] == workload]))
     if made:
         lines += ["## Plots", "", "Each as PNG (linked) and SVG beside it.", ""]
         lines += [f"![{m}]({m})" for m in made] + [""]
     else:
         lines += ["(Plots skipped: matplotlib is not importable; scripts/plot-env.sh makes a "
                   "venv with it.)", ""]
-    out = os.path.join(args.dir, "REPORT.md")
+    out = os.path.join(args.dir, args.report)
     with open(out, "w") as f:
         f.write("\n".join(lines))
     print(f"wrote {out}" + (f" and {len(made)} plots" if made else ""))

@@ -121,3 +121,23 @@ def goodput_plot(plt, out_dir, name, title, series, ylabel="goodput (req/min)"):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     return save(plt, fig, out_dir, name)
+
+
+def split_plot(plt, out_dir, name, title, bars):
+    """bars: [(front, [requests served by replica 0, 1, ...])]; grouped bars, a group per
+    front, one bar per replica, so an even split and a skewed one read at a glance."""
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(bars) + 2), 4.2))
+    replicas = max((len(c) for _, c in bars), default=0)
+    width = 0.8 / max(replicas, 1)
+    for i in range(replicas):
+        xs = [g + (i - (replicas - 1) / 2) * width for g in range(len(bars))]
+        ys = [c[i] if i < len(c) else 0 for _, c in bars]
+        ax.bar(xs, ys, width, label=f"replica {i}", color=plt.cm.tab10.colors[i % 10])
+    ax.set_xticks(range(len(bars)))
+    ax.set_xticklabels([f for f, _ in bars], rotation=15, fontsize=8)
+    ax.set_ylabel("requests served")
+    ax.set_title(title)
+    ax.grid(alpha=0.3, axis="y")
+    if replicas:
+        ax.legend(fontsize=7)
+    return save(plt, fig, out_dir, name)

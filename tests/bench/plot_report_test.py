@@ -12,6 +12,7 @@ Usage: plot_report_test.py KINFERENCE_BIN SOURCE_DIR
 Python with matplotlib comes from scripts/plot-env.sh (cached venv); the test fails, not
 skips, without it.
 """
+import json
 import os
 import re
 import shutil
@@ -96,13 +97,45 @@ def main():
         check(r.returncode == 0, f"plot_bench.py exits 0 ({r.stdout}{r.stderr})")
         report = open(os.path.join(out, "REPORT.md")).read()
         plots = linked_plots(report)
-        for want in ("ttft_cdf_sp-c1.png", "endpoint_load_sp-c1.png",
-                     "goodput_shared-prefix.png"):
+        for want in ("ttft_cdf_sp-c1.png", "goodput_shared-prefix.png"):
             check(want in plots, f"bench REPORT.md links {want} (links: {plots})")
+        # Straight to engine-sim, no record names an endpoint: no empty load plot.
+        check("endpoint_load_sp-c1.png" not in plots,
+              f"bench REPORT.md has no per-endpoint plot without endpoints (links: {plots})")
         for p in plots:
             check_plot(out, p)
         check("| sp-c2 | direct | 2 | 6 | 0 |" in report,
               "bench REPORT.md has the c=2 row with 6 requests, 0 errors")
+
+        # make bench-peers: a peer router's records name no endpoint, and split.jsonl
+        # says where requests went; the report goes to another file name.
+        peer = os.path.join(out, "requests", "sp-c1_peer-router.jsonl")
+        with open(os.path.join(out, "requests", "sp-c1_direct.jsonl")) as src, \
+                open(peer, "w") as dst:
+            for line in src:
+                rec = json.loads(line)
+                rec.pop("endpoint", None)
+                dst.write(json.dumps(rec) + "\n")
+        summary = json.load(open(os.path.join(out, "summary.json")))
+        row = dict(next(r for r in summary["results"] if r.get("label") == "sp-c1"))
+        row["strategy"] = "peer-router"
+        summary["results"].append(row)
+        json.dump(summary, open(os.path.join(out, "summary.json"), "w"))
+        with open(os.path.join(out, "split.jsonl"), "w") as f:
+            f.write('{"workload":"shared-prefix","front":"direct","requests_per_replica":[6]}\n')
+            f.write('{"workload":"shared-prefix","front":"peer-router",'
+                    '"requests_per_replica":[2,4]}\n')
+        r = subprocess.run([py, os.path.join(SRC, "scripts/plot_bench.py"), out, "--report",
+                            "PEERS.md"], capture_output=True, text=True)
+        check(r.returncode == 0, f"plot_bench.py on peer rows exits 0 ({r.stdout}{r.stderr})")
+        peers = open(os.path.join(out, "PEERS.md")).read()
+        plots = linked_plots(peers)
+        check("replica_split_shared-prefix.png" in plots,
+              f"PEERS.md links the replica split plot (links: {plots})")
+        check("| shared-prefix | peer-router | [2, 4] |" in peers,
+              "PEERS.md tables the requests per replica")
+        for p in plots:
+            check_plot(out, p)
 
         sim = os.path.join(tmp, "sim")
         r = subprocess.run([BIN, "simulate", "--workload", "shared-prefix", "--requests", "12",
