@@ -33,17 +33,27 @@ std::optional<Usage> ParseUsage(const json::object& response) {
   return out;
 }
 
-ChunkInfo InspectChunk(std::string_view data) {
+StreamChunk ParseStreamChunk(std::string_view data, json::storage_ptr sp) {
+  // Built by move construction, which keeps `sp` (assigning into a value would copy the
+  // nodes into that value's storage).
+  if (data == "[DONE]") return StreamChunk{true, json::value(std::move(sp))};
+  json::error_code ec;
+  json::value v = json::parse(data, ec, sp);
+  if (ec) return StreamChunk{false, json::value(std::move(sp))};
+  return StreamChunk{false, std::move(v)};
+}
+
+ChunkInfo InspectChunk(std::string_view data) { return InspectChunk(ParseStreamChunk(data)); }
+
+ChunkInfo InspectChunk(const StreamChunk& chunk) {
   ChunkInfo info;
-  if (data == "[DONE]") {
+  if (chunk.done) {
     info.done = true;
     return info;
   }
-  json::error_code ec;
-  json::value v = json::parse(data, ec);
-  if (ec || !v.is_object()) return info;
+  if (!chunk.value.is_object()) return info;
   info.parsed = true;
-  const json::object& o = v.get_object();
+  const json::object& o = chunk.value.get_object();
   info.usage = ParseUsage(o);
   const auto* choices = o.if_contains("choices");
   const json::array* arr = choices ? choices->if_array() : nullptr;

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <boost/json/object.hpp>
+#include <boost/json/storage_ptr.hpp>
+#include <boost/json/value.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +28,16 @@ struct Usage {
 // response or chunk object; nullopt when `usage` is absent or null.
 std::optional<Usage> ParseUsage(const boost::json::object& response);
 
+// One upstream SSE event's data, parsed once for every stage that reads it (InspectChunk,
+// StreamAssembler::Add). `value` is null for "[DONE]" and for data that is not JSON.
+// `sp` is where its nodes live: a stack buffer's monotonic_resource makes a chunk cost
+// no heap allocation (the caller keeps the resource alive while it reads the chunk).
+struct StreamChunk {
+  bool done = false;
+  boost::json::value value;
+};
+StreamChunk ParseStreamChunk(std::string_view data, boost::json::storage_ptr sp = {});
+
 // What one upstream SSE event's data holds.
 struct ChunkInfo {
   bool done = false;         // the `[DONE]` sentinel
@@ -35,7 +47,8 @@ struct ChunkInfo {
   std::optional<Usage> usage;
   std::string content;  // delta.content of choice 0 (a chat chunk's reply text)
 };
-ChunkInfo InspectChunk(std::string_view data);
+ChunkInfo InspectChunk(const StreamChunk& chunk);
+ChunkInfo InspectChunk(std::string_view data);  // ParseStreamChunk, then the above
 
 // choices[0].message.content of a whole chat.completion response; empty when absent.
 std::string ReplyContent(const boost::json::object& response);

@@ -148,19 +148,17 @@ struct StreamAssembler::State {
     }
   }
 
-  void Add(std::string_view data) {
+  void Add(const StreamChunk& chunk) {
     if (error) return;
-    if (data == "[DONE]") {
+    if (chunk.done) {
       done = true;
       return;
     }
-    json::error_code ec;
-    json::value v = json::parse(data, ec);
-    if (ec || !v.is_object()) {
+    if (!chunk.value.is_object()) {
       error = "upstream sent a stream chunk that is not a JSON object";
       return;
     }
-    const json::object& o = v.get_object();
+    const json::object& o = chunk.value.get_object();
     if (const auto* err = o.if_contains("error"); err && !err->is_null()) {
       const json::object* eo = err->if_object();
       const json::string* m = eo ? StringOf(*eo, "message") : err->if_string();
@@ -169,7 +167,7 @@ struct StreamAssembler::State {
     }
     if (const auto* obj = StringOf(o, "object"); obj && *obj == "error") {
       const json::string* m = StringOf(o, "message");
-      error = "upstream stream failed: " + (m ? std::string(*m) : std::string(data));
+      error = "upstream stream failed: " + (m ? std::string(*m) : json::serialize(o));
       return;
     }
     if (id.is_null() && IsSet(o, "id")) id = o.at("id");
@@ -278,7 +276,8 @@ StreamAssembler::~StreamAssembler() = default;
 StreamAssembler::StreamAssembler(StreamAssembler&&) noexcept = default;
 StreamAssembler& StreamAssembler::operator=(StreamAssembler&&) noexcept = default;
 
-void StreamAssembler::Add(std::string_view data) { s_->Add(data); }
+void StreamAssembler::Add(std::string_view data) { s_->Add(ParseStreamChunk(data)); }
+void StreamAssembler::Add(const StreamChunk& chunk) { s_->Add(chunk); }
 
 bool StreamAssembler::failed() const { return s_->error.has_value(); }
 

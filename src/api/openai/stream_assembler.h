@@ -50,6 +50,7 @@
 #include <string_view>
 
 #include "api/openai/request.h"
+#include "api/openai/response.h"
 #include "common/status.h"
 
 namespace kinference::api {
@@ -74,6 +75,8 @@ class StreamAssembler {
 
   // One SSE event's data, "[DONE]" included. Once failed, later events are ignored.
   void Add(std::string_view data);
+  // The same, already parsed (api/openai/response.h); what it keeps is copied out.
+  void Add(const StreamChunk& chunk);
   // An error event or a malformed chunk was seen.
   bool failed() const;
   // The rebuilt response body (JSON), or kUnavailable (see Errors above).

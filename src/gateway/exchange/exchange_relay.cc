@@ -6,10 +6,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <chrono>
+#include <cstddef>
 #include <ctime>
 #include <utility>
 
@@ -147,7 +149,12 @@ std::string Exchange::StreamErrorBytes(const Status& err, bool abort) {
 
 void Exchange::OnEvent(const api::SseEvent& ev) {
   if (finished_) return;
-  api::ChunkInfo info = api::InspectChunk(ev.data);
+  // Parsed once for the inspection and the assembler, into a stack buffer (a token's
+  // chunk is a few hundred bytes; a larger one spills to the heap).
+  alignas(std::max_align_t) unsigned char scratch[4096];
+  boost::json::monotonic_resource arena(scratch, sizeof scratch);
+  const api::StreamChunk chunk = api::ParseStreamChunk(ev.data, &arena);
+  api::ChunkInfo info = api::InspectChunk(chunk);
   if (info.usage) usage_ = info.usage;
   reply_ += info.content;
   if (info.has_content) {
@@ -163,7 +170,7 @@ void Exchange::OnEvent(const api::SseEvent& ev) {
     }
     last_token_ = now;
   }
-  if (assembler_) return assembler_->Add(ev.data);
+  if (assembler_) return assembler_->Add(chunk);
   if (relay_raw_) return;  // observed only: OnData relayed the upstream bytes
   if (codec_) {
     if (std::string out = codec_->OnEvent(ev); !out.empty()) writer_->Write(std::move(out));

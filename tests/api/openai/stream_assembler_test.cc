@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <cstddef>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,38 @@ TEST(StreamAssemblerTest, ChatContentUsageAndMetadata) {
     "usage":{"prompt_tokens":10,"completion_tokens":4,"total_tokens":14,
              "prompt_tokens_details":{"cached_tokens":6}}})");
   EXPECT_EQ(got, want) << json::serialize(got);
+}
+
+// Chunks parsed once into a short-lived arena (as the gateway parses each event into a
+// stack buffer): the assembler keeps copies, so wiping the arena after each chunk changes
+// nothing in the result.
+TEST(StreamAssemblerTest, ChunksParsedIntoATransientArenaAssembleTheSame) {
+  const std::vector<std::string> events = {
+      ChatChunk(R"([{"index":0,"delta":{"role":"assistant","content":""},"logprobs":)"
+                R"({"content":[{"token":"Hel","logprob":-0.5}]},"finish_reason":null}])",
+                R"("system_fingerprint":"fp-1",)"),
+      ChatChunk(R"([{"index":0,"delta":{"content":"Hello there, a longer piece"},)"
+                R"("finish_reason":null}])"),
+      ChatChunk(R"([{"index":0,"delta":{},"finish_reason":"stop","stop_reason":"x"}])"),
+      kUsageChunk, "[DONE]"};
+  StreamAssembler a(ApiKind::kChatCompletions);
+  alignas(std::max_align_t) unsigned char buffer[4096];
+  for (const auto& e : events) {
+    {
+      json::monotonic_resource arena(buffer, sizeof buffer);
+      StreamChunk chunk = ParseStreamChunk(e, &arena);
+      EXPECT_EQ(chunk.done, e == "[DONE]");
+      a.Add(chunk);
+    }
+    std::memset(buffer, 0xa5, sizeof buffer);
+  }
+  auto body = a.Finish();
+  ASSERT_TRUE(body.ok()) << body.status().message();
+  EXPECT_EQ(json::parse(*body), Assemble(ApiKind::kChatCompletions, events)) << *body;
+  EXPECT_NE(body->find("Hello there, a longer piece"), std::string::npos) << *body;
+  StreamChunk garbage = ParseStreamChunk("{not json");
+  EXPECT_FALSE(garbage.done);
+  EXPECT_TRUE(garbage.value.is_null());
 }
 
 TEST(StreamAssemblerTest, ChatToolCallsAccumulatePerIndexAndContentIsNull) {
