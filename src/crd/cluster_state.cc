@@ -182,7 +182,10 @@ ClusterSnapshot ClusterState::Update(const ClusterCaches& c) {
       accept("InferencePolicy", policies_, obj,
              [](const k8s::ObjectPtr& o) { return PolicyFromObject(*o); });
   }
-  for (const auto& [key, kept] : policies_) out.policies.push_back(kept.value);
+  for (const auto& [key, kept] : policies_) {
+    out.policies.push_back(kept.value);
+    out.policies_version += fmt::format("{}@{} ", key, kept.resource_version);
+  }
   policy::SortPolicies(out.policies);
   return out;
 }

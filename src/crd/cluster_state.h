@@ -62,6 +62,8 @@ struct ClusterSnapshot {
   std::vector<ResolvedProvider> providers;  // by name
   std::vector<ResolvedTenant> tenants;      // by name
   std::vector<policy::Policy> policies;     // evaluation order (policy::SortPolicies)
+  // "ns/name@resourceVersion ..." of the policies served: equal strings, equal policies.
+  std::string policies_version;
 };
 
 struct ClusterCaches {

@@ -21,16 +21,7 @@ admission::Options MakeOptions(const GatewayConfig& c) {
 
 AdmissionGate::AdmissionGate(const GatewayConfig& config, boost::asio::any_io_executor executor,
                              const Clock& clock)
-    : config_(config), clock_(clock), controller_(MakeOptions(config)), timer_(executor) {
-  for (const auto& pool : config.pools) {
-    for (size_t i = 0; i < pool.endpoints.size(); ++i) {
-      controller_.SetEndpoint(pool.name + "/" + std::to_string(i), pool.name, pool.max_in_flight);
-    }
-  }
-  for (const auto& p : config.providers) {
-    controller_.SetEndpoint("provider/" + p.name, "provider/" + p.name, admission::kUnlimited);
-  }
-}
+    : config_(config), clock_(clock), controller_(MakeOptions(config)), timer_(executor) {}
 
 AdmissionGate::~AdmissionGate() { Stop(); }
 

@@ -4,7 +4,9 @@
 //
 // Promises:
 //  - every pool endpoint is registered with its pool's max_in_flight (a number, or
-//    derived from its scrapes: admission::kDerive), providers without a limit;
+//    derived from its scrapes: admission::kDerive), providers without a limit, and
+//    removed when the endpoint leaves: GatewayContext::AddEndpoint/RemoveEndpoint do it
+//    (context.h), at start and for endpoints --kubernetes adds and removes later;
 //  - Enqueue either queues a request (its Admitted() is called once room appears, in the
 //    controller's order: priority, then the tenant with fewest requests in flight, then
 //    arrival) or refuses it; a queued request is refused later (Refused(), with a

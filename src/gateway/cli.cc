@@ -14,6 +14,8 @@
 #include "gateway/config/config.h"
 #include "gateway/config/config_fields.h"
 #include "gateway/gateway.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/rest_client.h"
 
 namespace kinference::gateway {
 namespace {
@@ -35,19 +37,38 @@ CLI::Validator DrainTimeoutSValidator() {
       "SECONDS in [0, 604800]", "DrainTimeoutS");
 }
 
-// `cli_drain_timeout_s`: --drain-timeout-s when given (overrides the config's
-// drain_timeout_s; config.h).
-int Run(const std::string& config_path, std::optional<double> cli_drain_timeout_s) {
+struct CliOptions {
+  std::string config_path;
+  std::optional<double> drain_timeout_s;  // --drain-timeout-s when given
+  bool kubernetes = false;
+  std::string kubeconfig;
+  std::string context;
+  std::string ns;
+};
+
+// `cli.drain_timeout_s` overrides the config's drain_timeout_s (config.h).
+int Run(const CliOptions& cli) {
   // Logs go to stderr; stdout carries only the "listening" line that tools wait for.
   spdlog::set_default_logger(spdlog::stderr_color_mt("gateway"));
   GatewayConfig config;
+  const ConfigMode mode = cli.kubernetes ? ConfigMode::kKubernetes : ConfigMode::kFile;
   try {
-    config = LoadGatewayConfig(config_path);
+    config = cli.config_path.empty() ? ParseGatewayConfig("{}", mode)
+                                     : LoadGatewayConfig(cli.config_path, mode);
   } catch (const ConfigError& e) {
     spdlog::error("{}", e.what());
     return 2;
   }
-  const double drain_timeout_s = EffectiveDrainTimeoutS(config, cli_drain_timeout_s);
+  std::optional<k8s::ClusterConfig> cluster;
+  if (cli.kubernetes) {
+    auto resolved = k8s::ResolveClusterConfig(cli.kubeconfig, cli.context);
+    if (!resolved.ok()) {
+      spdlog::error("{}", resolved.status().message());
+      return 2;
+    }
+    cluster = std::move(*resolved);
+  }
+  const double drain_timeout_s = EffectiveDrainTimeoutS(config, cli.drain_timeout_s);
   boost::asio::io_context io(1);
   std::unique_ptr<Gateway> gateway;
   try {
@@ -55,6 +76,11 @@ int Run(const std::string& config_path, std::optional<double> cli_drain_timeout_
   } catch (const ConfigError& e) {
     spdlog::error("{}", e.what());
     return 2;
+  }
+  if (cluster) {
+    std::string ns = cli.ns.empty() ? cluster->default_namespace : cli.ns;
+    gateway->UseKubernetes(std::make_shared<k8s::RestClient>(io.get_executor(), *cluster),
+                           std::move(ns));
   }
   auto port = gateway->Start();
   if (!port.ok()) {
@@ -100,19 +126,37 @@ int Run(const std::string& config_path, std::optional<double> cli_drain_timeout_
 
 void RegisterCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("gateway", "OpenAI-compatible gateway routing to vLLM pools");
-  auto path = std::make_shared<std::string>();
+  auto cli = std::make_shared<CliOptions>();
   auto drain_timeout_s = std::make_shared<double>(0.0);
-  cmd->add_option("--config", *path, "gateway YAML config (see examples/gateway.yaml)")->required();
+  auto* config = cmd->add_option("--config", cli->config_path,
+                                 "gateway YAML config (see examples/gateway.yaml); optional with "
+                                 "--kubernetes");
   // Given: overrides the config's drain_timeout_s (default 30 s; config.h).
   auto* drain =
       cmd->add_option("--drain-timeout-s", *drain_timeout_s,
                       "on SIGTERM/SIGINT, seconds to let in-flight requests finish before "
                       "exiting; overrides the config's drain_timeout_s (default 30)")
           ->check(DrainTimeoutSValidator());
-  cmd->callback([path, drain_timeout_s, drain] {
-    std::optional<double> cli;
-    if (drain->count() > 0) cli = *drain_timeout_s;
-    SetExitCode(Run(*path, cli));
+  auto* kubernetes = cmd->add_flag(
+      "--kubernetes", cli->kubernetes,
+      "also take pools (InferencePool), providers, tenants and policies (kinference.io) from "
+      "the cluster, live (gateway/kubernetes/source.h)");
+  cmd->add_option("--kubeconfig", cli->kubeconfig,
+                  "with --kubernetes: kubeconfig file (default: $KUBECONFIG, else in-cluster)")
+      ->needs(kubernetes);
+  cmd->add_option("--context", cli->context, "with --kubernetes: kubeconfig context")
+      ->needs(kubernetes);
+  cmd->add_option("--namespace", cli->ns,
+                  "with --kubernetes: namespace to watch (default: the context's or the service "
+                  "account's)")
+      ->needs(kubernetes);
+  cmd->callback([cli, drain_timeout_s, drain, config] {
+    if (config->count() == 0 && !cli->kubernetes) {
+      throw CLI::RequiredError("--config (required without --kubernetes)");
+    }
+    cli->drain_timeout_s.reset();
+    if (drain->count() > 0) cli->drain_timeout_s = *drain_timeout_s;
+    SetExitCode(Run(*cli));
   });
 }
 

@@ -31,37 +31,29 @@ GatewayContext::GatewayContext(GatewayConfig cfg, boost::asio::any_io_executor e
                       "' (known: " + known + ")");
   }
   for (const auto& pool : config.pools) {
-    for (size_t i = 0; i < pool.endpoints.size(); ++i) {
-      Endpoint ep;
-      ep.info = routing::EndpointInfo{pool.name + "/" + std::to_string(i), pool.model, pool.name};
-      ep.address = pool.endpoints[i];
-      router.AddEndpoint(ep.info, clock.Now());
-      stats.SetEndpointHealthy(ep.info.id, true);
-      stats.SetMetricsStale(ep.info.id, false);
-      endpoints.push_back(std::move(ep));
-    }
-  }
-  for (const auto& pool : config.pools) {
-    if (!pool.kv_events || kv_models.count(pool.model)) continue;
+    if (!pool.kv_events || kv_pools.count(pool.name)) continue;
     auto keys = PromptKeys::Load(pool.kv_events->tokenizer, pool.kv_events->none_hash_seed);
     if (!keys.ok()) {
       throw ConfigError("gateway config: pools." + pool.name +
                         ".kv_events.tokenizer: " + keys.status().message());
     }
-    kv_models[pool.model] = KvModel{std::move(*keys), pool.kv_events->block_size, pool.name};
+    kv_pools[pool.name] = KvModel{std::move(*keys), pool.kv_events->block_size, pool.name};
+  }
+  for (const auto& pool : config.pools) {
+    for (size_t i = 0; i < pool.endpoints.size(); ++i) {
+      Endpoint ep;
+      ep.info = routing::EndpointInfo{pool.name + "/" + std::to_string(i), pool.model, pool.name};
+      ep.address = pool.endpoints[i];
+      AddEndpoint(std::move(ep));
+    }
   }
   for (size_t i = 0; i < config.providers.size(); ++i) {
     const ProviderConfig& p = config.providers[i];
-    Endpoint ep;
-    ep.info = routing::EndpointInfo{"provider/" + p.name, p.serves_model, p.name};
-    ep.address = EndpointAddress{p.base_url, p.host, p.port};
-    ep.provider = &p;
-    ep.api_key = LoadProviderApiKey(p, "providers[" + std::to_string(i) + "]");
-    CheckProviderCaFile(p, "providers[" + std::to_string(i) + "]");
-    ep.breaker.emplace(p.breaker_failures, p.breaker_cooldown_s);
-    router.AddEndpoint(ep.info, clock.Now());
-    stats.SetEndpointHealthy(ep.info.id, true);
-    endpoints.push_back(std::move(ep));
+    std::string where = "providers[" + std::to_string(i) + "]";
+    std::string key = LoadProviderApiKey(p, where);
+    CheckProviderCaFile(p, where);
+    AddEndpoint(MakeProviderEndpoint("provider/" + p.name,
+                                     std::make_shared<const ProviderConfig>(p), std::move(key)));
   }
 }
 
@@ -80,6 +72,77 @@ void GatewayContext::AddEngineBlockKeys(const api::ParsedRequest& request,
   features.engine_block_keys = std::move(keys->keys);
   features.engine_block_size = block_size;
   features.prompt_tokens = keys->prompt_tokens;
+}
+
+Endpoint MakeProviderEndpoint(std::string id, std::shared_ptr<const ProviderConfig> provider,
+                              std::string api_key) {
+  Endpoint ep;
+  ep.info = routing::EndpointInfo{std::move(id), provider->serves_model, provider->name};
+  ep.address = EndpointAddress{provider->base_url, provider->host, provider->port};
+  ep.api_key = std::move(api_key);
+  ep.breaker.emplace(provider->breaker_failures, provider->breaker_cooldown_s);
+  ep.provider = std::move(provider);
+  return ep;
+}
+
+const PoolConfig* GatewayContext::PoolSettings(const std::string& pool) const {
+  for (const auto& p : config.pools)
+    if (p.name == pool) return &p;
+  return nullptr;
+}
+
+void GatewayContext::AddEndpoint(Endpoint ep) {
+  RemoveEndpoint(ep.info.id);
+  const std::string id = ep.info.id;
+  router.AddEndpoint(ep.info, clock.Now());
+  stats.SetEndpointHealthy(id, true);
+  ep.healthy = true;
+  ep.serial = next_endpoint_serial++;
+  if (ep.provider) {
+    admission.controller().SetEndpoint(id, id, admission::kUnlimited);
+  } else {
+    stats.SetMetricsStale(id, false);
+    const PoolConfig* settings = PoolSettings(ep.info.pool);
+    admission.controller().SetEndpoint(id, ep.info.pool,
+                                       settings ? settings->max_in_flight : admission::kUnlimited);
+    auto kv = kv_pools.find(ep.info.pool);
+    if (kv != kv_pools.end() && !kv_models.count(ep.info.model))
+      kv_models[ep.info.model] = kv->second;
+  }
+  endpoints.push_back(std::move(ep));
+  std::erase_if(endpoint_observers, [](const auto& o) { return o.expired(); });
+  for (const auto& weak : std::vector(endpoint_observers)) {
+    if (auto o = weak.lock()) o->OnEndpointAdded(*Find(id));
+  }
+  admission.Pump();
+}
+
+void GatewayContext::RemoveEndpoint(const std::string& id) {
+  auto it = std::find_if(endpoints.begin(), endpoints.end(),
+                         [&](const Endpoint& ep) { return ep.info.id == id; });
+  if (it == endpoints.end()) return;
+  std::string pool = it->info.pool;
+  std::string model = it->info.model;
+  bool local = !it->provider;
+  endpoints.erase(it);
+  for (const auto& weak : std::vector(endpoint_observers)) {
+    if (auto o = weak.lock()) o->OnEndpointRemoved(id);
+  }
+  router.RemoveEndpoint(id);
+  stats.RemoveEndpoint(id);
+  admission.controller().RemoveEndpoint(id);
+  outlier.Remove(id);
+  // The model leaves kv_models with its pool's last endpoint.
+  if (local && kv_models.count(model) && kv_models[model].pool == pool &&
+      std::none_of(endpoints.begin(), endpoints.end(),
+                   [&](const Endpoint& e) { return e.info.model == model && e.info.pool == pool; }))
+    kv_models.erase(model);
+}
+
+bool GatewayContext::TenantMayUse(const std::string& tenant, const std::string& model) const {
+  auto it = tenant_models.find(tenant);
+  if (it == tenant_models.end()) return true;
+  return std::find(it->second.begin(), it->second.end(), model) != it->second.end();
 }
 
 Endpoint* GatewayContext::FindMutable(const std::string& id) {
@@ -179,10 +242,8 @@ const Endpoint* GatewayContext::Find(const std::string& id) const {
 }
 
 bool GatewayContext::ServesModel(const std::string& model) const {
-  for (const auto& pool : config.pools)
-    if (pool.model == model) return true;
-  for (const auto& p : config.providers)
-    if (p.serves_model == model) return true;
+  for (const auto& ep : endpoints)
+    if (ep.info.model == model) return true;
   return false;
 }
 
@@ -195,12 +256,9 @@ std::vector<routing::EndpointId> GatewayContext::EndpointsFor(const std::string&
 
 std::vector<std::string> GatewayContext::Models() const {
   std::vector<std::string> models;
-  for (const auto& pool : config.pools)
-    if (std::find(models.begin(), models.end(), pool.model) == models.end())
-      models.push_back(pool.model);
-  for (const auto& p : config.providers)
-    if (std::find(models.begin(), models.end(), p.serves_model) == models.end())
-      models.push_back(p.serves_model);
+  for (const auto& ep : endpoints)
+    if (std::find(models.begin(), models.end(), ep.info.model) == models.end())
+      models.push_back(ep.info.model);
   return models;
 }
 

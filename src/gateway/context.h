@@ -2,8 +2,18 @@
 // stats, endpoint table, executor), owned by Gateway and held by in-flight exchanges and
 // the scraper through shared_ptr, so callbacks that outlive a Stop() stay valid.
 //
+// Two sources fill the endpoint table, the tenant set and the policy store through the
+// same members: the config file at construction (file mode), and, with --kubernetes,
+// gateway/kubernetes/source.h, which adds and removes endpoints while the gateway runs
+// (AddEndpoint/RemoveEndpoint) and replaces `config.tenants`, `tenant_models` and the
+// policy set. Components hold endpoint ids, never pointers or indices, across callbacks.
+// Every component that knows the endpoint set learns of a change inside AddEndpoint /
+// RemoveEndpoint: router, stats, admission gate, outlier detector, KV-event feeds
+// (EndpointObserver); the scraper scrapes the endpoints there at each tick.
+//
 // Thread-safety: not thread-safe; lives on the gateway's single io_context thread, which
-// is also the only thread that touches the (not thread-safe) router.
+// is also the only thread that touches the (not thread-safe) router. The Kubernetes
+// source's watches and the KV-event subscriber threads only post to that thread.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -35,18 +45,21 @@ namespace kinference::gateway {
 // stale: the router then predicts from its own in-flight bookkeeping.
 
 struct Endpoint {
-  routing::EndpointInfo info;  // id = "<pool>/<index>"
+  routing::EndpointInfo info;  // id = "<pool>/<index>" (file), "<pool>/<pod>" (--kubernetes)
   EndpointAddress address;
   int consecutive_failures = 0;  // failed scrapes in a row
   bool metrics_stale = false;    // the last scrape failed
   bool healthy = true;           // not ejected (local) / breaker closed (provider)
   bool scrape_in_flight = false;
+  // Unique per AddEndpoint call (an id removed and added again gets a new one): a scrape
+  // answering for an earlier incarnation of the id is dropped.
+  uint64_t serial = 0;
   // The last successful /metrics scrape (queue depth, KV usage for policies); none yet.
   std::optional<routing::MetricsSnapshot> last_metrics;
   std::optional<Seconds> last_metrics_at;  // when last_metrics was scraped (model time)
   // Providers (gateway/upstream/provider.h): class "provider", id "provider/<name>", never scraped.
-  const ProviderConfig* provider = nullptr;  // into GatewayContext::config.providers
-  std::string api_key;                       // the provider's; never logged
+  std::shared_ptr<const ProviderConfig> provider;  // null: a local (vLLM) endpoint
+  std::string api_key;                             // the provider's; never logged
   std::optional<CircuitBreaker> breaker;
   const char* endpoint_class() const { return provider ? "provider" : "local"; }
 };
@@ -60,6 +73,18 @@ class InFlightRequest {
   virtual bool Abort(const Status& status) = 0;
 };
 
+// Told when an endpoint joins or leaves the set at run time (--kubernetes).
+class EndpointObserver {
+ public:
+  virtual ~EndpointObserver() = default;
+  virtual void OnEndpointAdded(const Endpoint& ep) = 0;
+  virtual void OnEndpointRemoved(const std::string& id) = 0;
+};
+
+// A provider endpoint: id, the provider's model as served, its API key and circuit breaker.
+Endpoint MakeProviderEndpoint(std::string id, std::shared_ptr<const ProviderConfig> provider,
+                              std::string api_key);
+
 struct GatewayContext {
   // Throws ConfigError when config.strategy is not one of the router's strategies or
   // the policy files do not load.
@@ -70,7 +95,10 @@ struct GatewayContext {
   RealClock clock;  // model time: RealClock(config.time_scale)
   routing::Router router;
   Stats stats;
+  // Changes at run time (--kubernetes): hold ids, not pointers or indices, across
+  // callbacks; Find/FindMutable results are valid until the next AddEndpoint/RemoveEndpoint.
   std::vector<Endpoint> endpoints;
+  uint64_t next_endpoint_serial = 1;
   uint64_t next_request_id = 1;
   // Requests in flight, for AbortInFlight (expired entries are pruned on insert).
   std::vector<std::weak_ptr<InFlightRequest>> in_flight;
@@ -88,11 +116,38 @@ struct GatewayContext {
     std::string pool;
   };
   std::map<std::string, KvModel> kv_models;  // by served model name
+  // The same for pools by name (file pools and --kubernetes pools' settings, config.h):
+  // AddEndpoint adds an endpoint's model to kv_models from its pool's entry.
+  std::map<std::string, KvModel> kv_pools;
+  // Kubernetes mode: the models each tenant may use (InferenceTenant spec.access.models);
+  // a tenant not listed may use every model.
+  std::map<std::string, std::vector<std::string>> tenant_models;
+  // Told of every endpoint added or removed after they registered (KvFeeds); expired
+  // entries are skipped. Called on the io thread, inside AddEndpoint/RemoveEndpoint.
+  std::vector<std::weak_ptr<EndpointObserver>> endpoint_observers;
 
   // Sets features.engine_block_keys/engine_block_size/prompt_tokens for `request` when its
   // model's pool follows KV events and the prompt tokenizes exactly; else leaves them.
   void AddEngineBlockKeys(const api::ParsedRequest& request,
                           routing::RequestFeatures& features) const;
+
+  // Adds an endpoint and registers it everywhere the endpoint set is known: the router
+  // (healthy), stats (healthy, metrics fresh), admission control (its pool's
+  // max_in_flight: config.pools' entry of that name, else no limit; providers unlimited,
+  // a queue of their own) and the observers (KV-event feeds); kv_models gets its model
+  // when its pool follows KV events. Replaces an endpoint with the same id (removed
+  // first). Pumps the admission queues (room may have appeared).
+  void AddEndpoint(Endpoint ep);
+  // Removes an endpoint from all of those and from passive health (outlier detector);
+  // requests already sent to it finish (their admission/router bookkeeping for an unknown
+  // id is ignored; for an id added again meanwhile, their completions count against the
+  // new endpoint's in-flight number, floored at 0); queued requests whose candidates are
+  // all gone wait for their deadline (429). No-op for an unknown id.
+  void RemoveEndpoint(const std::string& id);
+  // Whether `tenant` may use `model` (tenant_models).
+  bool TenantMayUse(const std::string& tenant, const std::string& model) const;
+  // The config file's pool entry named `pool` (file pool or --kubernetes settings); null.
+  const PoolConfig* PoolSettings(const std::string& pool) const;
 
   const Endpoint* Find(const std::string& id) const;
   Endpoint* FindMutable(const std::string& id);
@@ -109,10 +164,11 @@ struct GatewayContext {
   int RetryAfterUnhealthyS(const std::vector<routing::EndpointId>& ids) const;
   // Models with at least one healthy endpoint (readiness).
   std::vector<std::string> ServableModels() const;
+  // Whether an endpoint (healthy or not) serves `model`.
   bool ServesModel(const std::string& model) const;
-  // Ids of every endpoint serving `model`, in config order.
+  // Ids of every endpoint serving `model`, in the order they were added (file: config order).
   std::vector<routing::EndpointId> EndpointsFor(const std::string& model) const;
-  // Distinct configured models, in config order.
+  // Distinct models of the endpoints, in the order they were added.
   std::vector<std::string> Models() const;
   bool KnowsStrategy(const std::string& name) const;
 };

@@ -16,6 +16,7 @@
 #include "gateway/exchange/policy_gate.h"
 #include "gateway/exchange/proxy.h"
 #include "gateway/front/messages.h"
+#include "gateway/kubernetes/source.h"
 #include "gateway/stats/endpoints_debug.h"
 #include "gateway/upstream/kv_feeds.h"
 #include "gateway/upstream/scraper.h"
@@ -60,6 +61,11 @@ Gateway::Gateway(boost::asio::io_context& io, GatewayConfig config)
     : io_(io), ctx_(std::make_shared<GatewayContext>(std::move(config), io.get_executor())) {}
 
 Gateway::~Gateway() { Stop(); }
+
+void Gateway::UseKubernetes(std::shared_ptr<k8s::RestClient> client, std::string ns) {
+  k8s_client_ = std::move(client);
+  k8s_namespace_ = std::move(ns);
+}
 
 Result<uint16_t> Gateway::Start() {
   http::ServerOptions options;
@@ -157,9 +163,14 @@ Result<uint16_t> Gateway::Start() {
   if (!port.ok()) return port;
   scraper_ = std::make_shared<Scraper>(ctx_);
   scraper_->Start();
-  reloader_ = std::make_shared<PolicyReloader>(ctx_);
-  reloader_->Start();
-  kv_feeds_->Start();
+  kv_feeds_->Start();  // before the cluster's endpoints arrive: it follows them
+  if (k8s_client_) {
+    k8s_source_ = std::make_shared<KubernetesSource>(ctx_, k8s_client_, k8s_namespace_);
+    k8s_source_->Start();
+  } else {
+    reloader_ = std::make_shared<PolicyReloader>(ctx_);
+    reloader_->Start();
+  }
   return port;
 }
 
@@ -213,7 +224,14 @@ void Gateway::FinishDrain() {
 
 size_t Gateway::ActiveRequests() const { return server_ ? server_->ActiveRequests() : 0; }
 
-Status Gateway::ReloadPolicies() { return gateway::ReloadPolicies(*ctx_, false); }
+Status Gateway::ReloadPolicies() {
+  if (k8s_client_) {
+    spdlog::info(
+        "gateway: policies come from InferencePolicy objects (--kubernetes); no files to reload");
+    return Status::Ok();
+  }
+  return gateway::ReloadPolicies(*ctx_, false);
+}
 
 void Gateway::Stop() {
   if (drain_timer_) drain_timer_->cancel();
@@ -221,6 +239,7 @@ void Gateway::Stop() {
   if (scraper_) scraper_->Stop();
   ctx_->admission.Stop();
   if (reloader_) reloader_->Stop();
+  if (k8s_source_) k8s_source_->Stop();
   if (kv_feeds_) kv_feeds_->Stop();
   if (server_) server_->Stop();
 }

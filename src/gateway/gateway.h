@@ -31,6 +31,9 @@
 namespace kinference::http {
 class Server;
 }
+namespace kinference::k8s {
+class RestClient;
+}
 
 namespace kinference::gateway {
 
@@ -38,13 +41,19 @@ struct GatewayContext;
 class Scraper;
 class PolicyReloader;
 class KvFeeds;
+class KubernetesSource;
 
 class Gateway {
  public:
   // Throws ConfigError for an unknown strategy.
   Gateway(boost::asio::io_context& io, GatewayConfig config);
   ~Gateway();
-  // Binds, starts serving and scraping; returns the bound port. Errors: kUnavailable.
+  // Kubernetes mode (gateway/kubernetes/source.h): pools, providers, tenants and policies
+  // also come from namespace `ns` through `client`, applied live; the policy files are not
+  // reloaded then. Call before Start.
+  void UseKubernetes(std::shared_ptr<k8s::RestClient> client, std::string ns);
+  // Binds, starts serving and scraping (and watching, in Kubernetes mode); returns the
+  // bound port. Errors: kUnavailable.
   Result<uint16_t> Start();
   // Starts a graceful drain (see above); `grace_s` is real seconds (<= 0: stop at once).
   // `done` runs once, on the io_context thread, after the gateway has stopped. A second
@@ -54,6 +63,7 @@ class Gateway {
   size_t ActiveRequests() const;
   // Reloads the policy files now (SIGHUP); an invalid set is logged and the last valid
   // one stays (returned error). Reads files: call on the io_context thread, not per request.
+  // Kubernetes mode: nothing to reload (Ok).
   Status ReloadPolicies();
   void Stop();
 
@@ -64,6 +74,9 @@ class Gateway {
   std::shared_ptr<Scraper> scraper_;
   std::shared_ptr<PolicyReloader> reloader_;
   std::shared_ptr<KvFeeds> kv_feeds_;  // pools with kv_events (upstream/kv_feeds.h)
+  std::shared_ptr<k8s::RestClient> k8s_client_;
+  std::string k8s_namespace_;
+  std::shared_ptr<KubernetesSource> k8s_source_;
   std::unique_ptr<boost::asio::steady_timer> drain_timer_;
   std::function<void()> drain_done_;
   bool draining_ = false;

@@ -44,6 +44,16 @@ Status PolicyStore::Reload() {
   return Status::Ok();
 }
 
+uint64_t PolicyStore::Set(std::vector<Policy> policies) {
+  std::lock_guard reload_lock(reload_mu_);
+  auto fresh = std::make_shared<PolicySet>();
+  fresh->policies = std::move(policies);
+  std::lock_guard lock(mu_);
+  fresh->generation = current_->generation + 1;
+  current_ = std::move(fresh);
+  return current_->generation;
+}
+
 Status PolicyStore::ReloadIfChanged() {
   {
     std::lock_guard reload_lock(reload_mu_);

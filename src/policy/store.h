@@ -43,6 +43,11 @@ class PolicyStore {
   // attempt. Returns Ok (and does nothing) when unchanged.
   Status ReloadIfChanged();
   const std::vector<std::string>& paths() const { return paths_; }
+  // Replaces the set with `policies` (already in evaluation order, policy::SortPolicies) as
+  // the next generation, which it returns. No Validator runs: the caller (Kubernetes mode,
+  // whose policies come from InferencePolicy objects read by the same loader) has checked
+  // them, and references to pools that do not exist yet are allowed there.
+  uint64_t Set(std::vector<Policy> policies);
 
  private:
   struct FileStamp {

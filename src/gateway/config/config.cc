@@ -60,18 +60,21 @@ KvEventsConfig ParseKvEvents(const YAML::Node& node, const std::string& where, s
   return c;
 }
 
-PoolConfig ParsePool(const YAML::Node& node, const std::string& where) {
+PoolConfig ParsePool(const YAML::Node& node, const std::string& where, ConfigMode mode) {
   if (!node.IsMap()) Fail(where, "expected a map with name, model, endpoints");
   CheckKeys(node, where, {"name", "model", "endpoints", "max_in_flight", "kv_events"});
   PoolConfig pool;
   if (!node["name"]) Fail(where + ".name", "missing");
   pool.name = NonEmptyString(node["name"], where + ".name");
-  if (!node["model"]) Fail(where + ".model", "missing");
-  pool.model = NonEmptyString(node["model"], where + ".model");
   const YAML::Node eps = node["endpoints"];
-  if (!eps || !eps.IsSequence() || eps.size() == 0)
+  // --kubernetes: an entry without endpoints holds settings for the InferencePool of that
+  // name (its Pods' models come from their /v1/models).
+  const bool settings_only = mode == ConfigMode::kKubernetes && !eps;
+  if (!settings_only && !node["model"]) Fail(where + ".model", "missing");
+  if (node["model"]) pool.model = NonEmptyString(node["model"], where + ".model");
+  if (!settings_only && (!eps || !eps.IsSequence() || eps.size() == 0))
     Fail(where + ".endpoints", "expected a non-empty list of URLs");
-  for (size_t i = 0; i < eps.size(); ++i) {
+  for (size_t i = 0; !settings_only && i < eps.size(); ++i) {
     std::string field = where + ".endpoints[" + std::to_string(i) + "]";
     EndpointAddress a = ParseEndpointUrl(NonEmptyString(eps[i], field), field);
     for (const auto& seen : pool.endpoints)
@@ -88,8 +91,13 @@ PoolConfig ParsePool(const YAML::Node& node, const std::string& where) {
       pool.max_in_flight = v;
     }
   }
-  if (node["kv_events"])
+  if (node["kv_events"]) {
+    if (settings_only && node["kv_events"].IsMap() && node["kv_events"]["endpoints"])
+      Fail(where + ".kv_events.endpoints",
+           "not for an InferencePool's Pods: each Pod's publisher is discovered from its "
+           "/kv_event_sources");
     pool.kv_events = ParseKvEvents(node["kv_events"], where + ".kv_events", pool.endpoints.size());
+  }
   return pool;
 }
 
@@ -109,7 +117,7 @@ EndpointAddress ParseEndpointUrl(const std::string& url, const std::string& fiel
   return EndpointAddress{url, std::move(u.host), u.port};
 }
 
-GatewayConfig ParseGatewayConfig(std::string_view yaml_text) {
+GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));
@@ -191,13 +199,19 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text) {
           DurationS(b["client_stall_timeout_s"], "backpressure.client_stall_timeout_s");
   }
   const YAML::Node pools = root["pools"];
+  if (mode == ConfigMode::kKubernetes) {
+    if (!c.policies.files.empty())
+      Fail("policies.files",
+           "not used with --kubernetes: InferencePolicy objects are the policies");
+    if (!pools || (pools.IsSequence() && pools.size() == 0)) return c;
+  }
   if (!c.providers.empty() && (!pools || (pools.IsSequence() && pools.size() == 0))) return c;
   if (!pools || !pools.IsSequence() || pools.size() == 0)
     Fail("pools", "expected a non-empty list of pools");
   std::set<std::string> names;
   for (size_t i = 0; i < pools.size(); ++i) {
     std::string where = "pools[" + std::to_string(i) + "]";
-    PoolConfig pool = ParsePool(pools[i], where);
+    PoolConfig pool = ParsePool(pools[i], where, mode);
     if (!names.insert(pool.name).second)
       Fail(where + ".name", "duplicate pool '" + pool.name + "'");
     c.pools.push_back(std::move(pool));
@@ -210,12 +224,12 @@ double EffectiveDrainTimeoutS(const GatewayConfig& config,
   return cli_drain_timeout_s ? *cli_drain_timeout_s : config.drain_timeout_s;
 }
 
-GatewayConfig LoadGatewayConfig(const std::string& path) {
+GatewayConfig LoadGatewayConfig(const std::string& path, ConfigMode mode) {
   std::ifstream in(path);
   if (!in) throw ConfigError("gateway config: cannot read '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
-  GatewayConfig c = ParseGatewayConfig(ss.str());
+  GatewayConfig c = ParseGatewayConfig(ss.str(), mode);
   ResolvePolicyPaths(c.policies, std::filesystem::path(path).parent_path().string());
   return c;
 }

@@ -87,8 +87,8 @@ struct KvEventsConfig {
 
 struct PoolConfig {
   std::string name;
-  std::string model;  // served model name (OpenAI `model`)
-  std::vector<EndpointAddress> endpoints;
+  std::string model;  // served model name (OpenAI `model`); may be empty for --kubernetes settings
+  std::vector<EndpointAddress> endpoints;  // empty: --kubernetes settings (see ConfigMode)
   // Requests in flight per endpoint at most (admission/admission.h): a number, 0 (the
   // default) for no limit, or -1 (`derive`): learned from the endpoint's scrapes. Not
   // derived by default: a scrape taken while one long prefill holds the engine
@@ -154,11 +154,19 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// kFile: pools (or providers) are required. kKubernetes (`gateway --kubernetes`): pools,
+// providers, tenants and policies also come from the cluster, so `pools` may be absent
+// (file pools and providers, when given, are served too) and `policies.files` is refused
+// (InferencePolicy objects are the policies). There a pool entry without `endpoints`
+// (and `model` optional) holds settings for the InferencePool of the same name:
+// max_in_flight and kv_events (publishers discovered per Pod; no kv_events.endpoints).
+enum class ConfigMode { kFile, kKubernetes };
+
 // Parses YAML text. Throws ConfigError.
-GatewayConfig ParseGatewayConfig(std::string_view yaml_text);
+GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode = ConfigMode::kFile);
 // Reads and parses a file. Throws ConfigError (also when the file cannot be read).
 // Relative policies.files are resolved against the file's directory.
-GatewayConfig LoadGatewayConfig(const std::string& path);
+GatewayConfig LoadGatewayConfig(const std::string& path, ConfigMode mode = ConfigMode::kFile);
 
 // Parses "http://host:port", optionally followed by "/" or "/v1" (other paths are refused:
 // the gateway calls vLLM at its root). Throws ConfigError naming

@@ -96,7 +96,7 @@ policy::KnownNames PolicyReferenceNames(const GatewayConfig& config) {
   policy::KnownNames k;
   for (const auto& p : config.pools) {
     k.pools.insert(p.name);
-    k.models.insert(p.model);
+    if (!p.model.empty()) k.models.insert(p.model);  // --kubernetes settings: none
   }
   for (const auto& p : config.providers) {
     k.providers.insert(p.name);

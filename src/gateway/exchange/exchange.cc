@@ -85,11 +85,12 @@ void Exchange::Attempt() {
                               std::move(h));
   }
   // Passive health, then admission: healthy endpoints only, and among them those with
-  // room; every healthy one full: wait in the pool's queue.
+  // room; every healthy one full: wait in the pool's queue. An endpoint removed since the
+  // policies ran (--kubernetes: its Pod left) is no candidate either.
   std::vector<routing::EndpointId> healthy = candidates;
   std::erase_if(healthy, [&](const auto& id) {
     const Endpoint* e = ctx_->Find(id);
-    return e && !e->healthy;
+    return !e || !e->healthy;
   });
   if (healthy.empty()) {
     int retry = ctx_->RetryAfterUnhealthyS(candidates);

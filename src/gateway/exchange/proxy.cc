@@ -48,6 +48,13 @@ void HandleParsed(const std::shared_ptr<GatewayContext>& ctx, api::ParsedRequest
     s.WithParam("model");
     return fail(s);
   }
+  // Kubernetes mode: InferenceTenant spec.access.models.
+  if (!ctx->TenantMayUse(parsed.tenant, parsed.model)) {
+    Status s(ErrorCode::kPermissionDenied,
+             "Tenant '" + parsed.tenant + "' may not use the model `" + parsed.model + "`.");
+    s.WithParam("model");
+    return fail(s);
+  }
   std::string strategy(headers.Find(kStrategyHeader));
   if (!strategy.empty() && !ctx->KnowsStrategy(strategy)) {
     Status s(ErrorCode::kInvalidArgument, "Unknown routing strategy '" + strategy + "'");

@@ -48,8 +48,9 @@ class MessagesCodec final : public ResponseCodec {
 };
 
 bool AnthropicProviderServes(const GatewayContext& ctx, const std::string& model) {
-  for (const auto& p : ctx.config.providers)
-    if (p.api == ProviderApi::kAnthropic && p.serves_model == model) return true;
+  for (const auto& ep : ctx.endpoints)
+    if (ep.provider && ep.provider->api == ProviderApi::kAnthropic && ep.info.model == model)
+      return true;
   return false;
 }
 

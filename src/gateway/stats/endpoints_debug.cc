@@ -45,6 +45,8 @@ json::object EndpointsJson(const GatewayContext& ctx) {
         {"url", ep.address.url},
         {"healthy", ep.healthy},
         {"consecutive_failures", ep.consecutive_failures},
+        {"in_flight", ctx.admission.controller().InFlight(ep.info.id)},
+        {"max_in_flight", ctx.admission.controller().Limit(ep.info.id)},
     };
     o["metrics_age_s"] =
         ep.last_metrics_at ? json::value(now - *ep.last_metrics_at) : json::value(nullptr);

@@ -6,8 +6,12 @@
 // kv_cache_usage_perc a fraction 0..1 (vLLM's "1 means 100 percent"), block_size in tokens
 // from vllm:cache_config_info; a series the scrape did not carry is null.
 //
+// Admission control's view too: "in_flight" (requests dispatched and not finished) and
+// "max_in_flight" (the endpoint's current limit, admission/admission.h: 0 none).
+//
 // Shape: {"endpoints": [{"id", "pool", "model", "class", "url", "healthy",
-//   "consecutive_failures", "metrics_age_s", "metrics": {...} | null}, ...]}.
+//   "consecutive_failures", "in_flight", "max_in_flight", "metrics_age_s",
+//   "metrics": {...} | null}, ...]}.
 // Access: open without tenants; with tenants, only debug_admin_tenants (403 otherwise,
 // 401 without a valid key), since it names the upstream URLs.
 //

@@ -60,6 +60,7 @@ CounterFamily::CounterFamily(std::string name, std::string help, std::vector<std
 
 void CounterFamily::Add(const LabelValues& values, double delta) { values_[values] += delta; }
 void CounterFamily::Set(const LabelValues& values, double value) { values_[values] = value; }
+void CounterFamily::Erase(const LabelValues& values) { values_.erase(values); }
 double CounterFamily::Get(const LabelValues& values) const {
   auto it = values_.find(values);
   return it == values_.end() ? 0 : it->second;
@@ -235,6 +236,15 @@ void Stats::RecordTtftPrediction(const std::string& strategy, double predicted_s
 
 void Stats::SetEndpointHealthy(const std::string& endpoint, bool healthy) {
   endpoint_healthy_.Set({endpoint}, healthy ? 1 : 0);
+}
+
+void Stats::RemoveEndpoint(const std::string& endpoint) {
+  // Its gauges and its KV feed's series (mirrors of a feed that is gone); its request,
+  // retry and ejection counters stay (they counted what happened).
+  for (CounterFamily* f : {&endpoint_healthy_, &metrics_stale_, &kv_live_, &kv_blocks_,
+                           &kv_batches_, &kv_decode_errors_, &kv_gaps_, &kv_replayed_, &kv_resyncs_,
+                           &kv_restarts_, &kv_disconnects_})
+    f->Erase({endpoint});
 }
 
 void Stats::SetPolicyDecisions(const std::string& policy, const std::string& outcome,

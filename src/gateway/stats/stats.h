@@ -75,6 +75,7 @@ class CounterFamily {
                 std::string type = "counter");
   void Add(const LabelValues& values, double delta);
   void Set(const LabelValues& values, double value);
+  void Erase(const LabelValues& values);        // the series disappears from the exposition
   double Get(const LabelValues& values) const;  // 0 when never touched
   void Expose(std::string& out) const;
 
@@ -129,6 +130,9 @@ class Stats {
   void RecordClientStall();
   void RecordTtftPrediction(const std::string& strategy, double predicted_s, double observed_s);
   void SetEndpointHealthy(const std::string& endpoint, bool healthy);
+  // An endpoint left (Kubernetes mode: its Pod is gone or not Ready): its health and
+  // metrics-stale gauges and its KV-event feed's series go; its counters stay.
+  void RemoveEndpoint(const std::string& endpoint);
   // Sets a policy decision counter to `count` (mirrors policy::PolicyCounters).
   void SetPolicyDecisions(const std::string& policy, const std::string& outcome, double count);
   void SetPolicyGeneration(uint64_t generation);

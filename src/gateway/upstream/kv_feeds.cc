@@ -54,32 +54,47 @@ Result<KvSource> ParseKvEventSources(std::string_view body, const std::string& h
 
 KvFeeds::KvFeeds(std::shared_ptr<GatewayContext> ctx)
     : ctx_(std::move(ctx)), timer_(ctx_->executor) {
-  for (size_t i = 0; i < ctx_->endpoints.size(); ++i) {
-    const Endpoint& ep = ctx_->endpoints[i];
-    if (ep.provider) continue;
-    for (const PoolConfig& pool : ctx_->config.pools) {
-      if (pool.name != ep.info.pool || !pool.kv_events) continue;
-      Feed f;
-      f.endpoint_index = i;
-      f.id = ep.info.id;
-      const size_t at = std::stoul(ep.info.id.substr(ep.info.id.rfind('/') + 1));
-      const KvEventsConfig& kc = *pool.kv_events;
-      if (kc.endpoints.empty()) {
-        f.discover = true;
-        f.reason = "not discovered yet";
-      } else {
-        f.source = KvSource{kc.endpoints[at],
-                            kc.replay_endpoints.empty() ? "" : kc.replay_endpoints[at], kc.topic};
-      }
-      feeds_.push_back(std::move(f));
-    }
+  for (const Endpoint& ep : ctx_->endpoints) {
+    if (auto f = MakeFeed(ep)) feeds_.push_back(std::move(*f));
   }
 }
 
 KvFeeds::~KvFeeds() { Stop(); }
 
+std::optional<KvFeeds::Feed> KvFeeds::MakeFeed(const Endpoint& ep) const {
+  if (ep.provider) return std::nullopt;
+  const PoolConfig* pool = ctx_->PoolSettings(ep.info.pool);
+  if (pool == nullptr || !pool->kv_events) return std::nullopt;
+  Feed f;
+  f.id = ep.info.id;
+  f.alive = std::make_shared<bool>(true);
+  const KvEventsConfig& kc = *pool->kv_events;
+  // Configured publishers belong to the file's endpoints "<pool>/<index>"; endpoints the
+  // cluster adds ("<pool>/<pod>") and pools without a list discover theirs.
+  size_t at = pool->endpoints.size();
+  for (size_t i = 0; i < pool->endpoints.size(); ++i) {
+    if (ep.info.id == pool->name + "/" + std::to_string(i)) at = i;
+  }
+  if (kc.endpoints.empty() || at >= kc.endpoints.size()) {
+    f.discover = true;
+    f.reason = "not discovered yet";
+  } else {
+    f.source = KvSource{kc.endpoints[at],
+                        kc.replay_endpoints.empty() ? "" : kc.replay_endpoints[at], kc.topic};
+  }
+  return f;
+}
+
+KvFeeds::Feed* KvFeeds::FindFeed(const std::string& id) {
+  for (Feed& f : feeds_)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
 void KvFeeds::Start() {
   stopped_ = false;
+  if (!observing_) ctx_->endpoint_observers.push_back(weak_from_this());
+  observing_ = true;
   for (Feed& f : feeds_) {
     if (f.source && !f.subscriber) Subscribe(f, *f.source);
   }
@@ -89,16 +104,49 @@ void KvFeeds::Start() {
 void KvFeeds::Stop() {
   stopped_ = true;
   timer_.cancel();
-  for (Feed& f : feeds_) f.subscriber.reset();  // joins its thread
+  for (Feed& f : feeds_) Unsubscribe(f);  // joins its thread
+}
+
+void KvFeeds::OnEndpointAdded(const Endpoint& ep) {
+  if (stopped_) return;
+  OnEndpointRemoved(ep.info.id);  // an id added again starts afresh
+  auto f = MakeFeed(ep);
+  if (!f) return;
+  feeds_.push_back(std::move(*f));
+  Feed& added = feeds_.back();
+  if (added.source) {
+    Subscribe(added, *added.source);
+  } else if (!ticking_) {
+    Tick();
+  } else {
+    Discover(added.id);  // at once, not at the next tick
+  }
+}
+
+void KvFeeds::OnEndpointRemoved(const std::string& id) {
+  auto it = std::find_if(feeds_.begin(), feeds_.end(), [&](const Feed& f) { return f.id == id; });
+  if (it == feeds_.end()) return;
+  Unsubscribe(*it);
+  spdlog::info("kv events {}: feed removed with its endpoint", id);
+  feeds_.erase(it);
+}
+
+void KvFeeds::Unsubscribe(Feed& f) {
+  if (f.alive) *f.alive = false;
+  f.alive.reset();
+  if (f.subscriber) f.subscriber->Stop();  // joins its thread
+  f.subscriber.reset();
 }
 
 void KvFeeds::Tick() {
+  ticking_ = !stopped_;
   if (stopped_) return;
-  for (size_t i = 0; i < feeds_.size(); ++i) {
-    Feed& f = feeds_[i];
+  std::vector<std::string> due;
+  for (const Feed& f : feeds_) {
     if (f.discover && !f.discovery_in_flight && !(f.subscriber && f.subscriber->live()))
-      Discover(i);
+      due.push_back(f.id);
   }
+  for (const auto& id : due) Discover(id);
   timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(ctx_->config.RealSeconds(ctx_->config.scrape_interval_s))));
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
@@ -106,39 +154,44 @@ void KvFeeds::Tick() {
   });
 }
 
-void KvFeeds::Discover(size_t index) {
-  Feed& f = feeds_[index];
-  const Endpoint& ep = ctx_->endpoints[f.endpoint_index];
-  f.discovery_in_flight = true;
+void KvFeeds::Discover(const std::string& id) {
+  Feed* f = FindFeed(id);
+  const Endpoint* ep = ctx_->Find(id);
+  if (f == nullptr || ep == nullptr || f->discovery_in_flight) return;
+  f->discovery_in_flight = true;
   http::ClientRequest req;
   req.method = "GET";
-  req.host = ep.address.host;
-  req.port = ep.address.port;
+  req.host = ep->address.host;
+  req.port = ep->address.port;
   req.target = "/kv_event_sources";
   req.content_type.clear();
   double limit = std::max(1.0, ctx_->config.RealSeconds(ctx_->config.scrape_interval_s));
   req.connect_timeout_s = req.header_timeout_s = req.idle_timeout_s = limit;
-  http::Fetch(
-      ctx_->executor, std::move(req), [self = shared_from_this(), index](Result<http::Response> r) {
-        Feed& f = self->feeds_[index];
-        f.discovery_in_flight = false;
-        if (self->stopped_) return;
-        Result<KvSource> s =
-            !r.ok() ? Result<KvSource>(r.status())
-            : r->status != 200
-                ? Result<KvSource>(Status(ErrorCode::kUnavailable,
-                                          "/kv_event_sources: status " + std::to_string(r->status)))
-                : ParseKvEventSources(r->body,
-                                      self->ctx_->endpoints[f.endpoint_index].address.host);
-        if (!s.ok()) {
-          if (f.reason != s.status().message())
-            spdlog::info("kv events {}: {}", f.id, s.status().message());
-          if (!f.subscriber) f.reason = s.status().message();
-          return;
-        }
-        if (f.subscriber && f.source == *s) return;  // same publisher: keep waiting
-        self->Subscribe(f, std::move(*s));
-      });
+  // The feed and endpoint are looked up again by id (and the token compared): either may
+  // have been removed, or removed and added again, while the request was out.
+  http::Fetch(ctx_->executor, std::move(req),
+              [self = shared_from_this(), id, token = f->alive,
+               host = ep->address.host](Result<http::Response> r) {
+                Feed* found = self->FindFeed(id);
+                if (found == nullptr || found->alive != token) return;
+                Feed& f = *found;
+                f.discovery_in_flight = false;
+                if (self->stopped_) return;
+                Result<KvSource> s = !r.ok() ? Result<KvSource>(r.status())
+                                     : r->status != 200
+                                         ? Result<KvSource>(Status(ErrorCode::kUnavailable,
+                                                                   "/kv_event_sources: status " +
+                                                                       std::to_string(r->status)))
+                                         : ParseKvEventSources(r->body, host);
+                if (!s.ok()) {
+                  if (f.reason != s.status().message())
+                    spdlog::info("kv events {}: {}", f.id, s.status().message());
+                  if (!f.subscriber) f.reason = s.status().message();
+                  return;
+                }
+                if (f.subscriber && f.source == *s) return;  // same publisher: keep waiting
+                self->Subscribe(f, std::move(*s));
+              });
 }
 
 namespace {
@@ -159,6 +212,11 @@ void KvFeeds::Subscribe(Feed& f, KvSource source) {
     AddCounters(f.carried, f.subscriber->counters());
     f.subscriber.reset();
   }
+  // A new token: batches the replaced subscription posted are dropped. A discovery in
+  // flight keeps the old token and is ignored when it answers (this one replaced it).
+  if (f.alive) *f.alive = false;
+  f.alive = std::make_shared<bool>(true);
+  f.discovery_in_flight = false;
   ctx_->router.ClearKvEvents(f.id);
   ctx_->router.SetKvEventsLive(f.id, false);
   f.source = source;
@@ -169,14 +227,17 @@ void KvFeeds::Subscribe(Feed& f, KvSource source) {
   kv::SubscriberSink sink;
   auto ctx = ctx_;
   const std::string id = f.id;
-  sink.on_events = [ctx, id](bool clear, std::vector<kv::EventBatch> batches) {
-    boost::asio::post(ctx->executor, [ctx, id, clear, batches = std::move(batches)] {
+  std::shared_ptr<bool> alive = f.alive;
+  sink.on_events = [ctx, id, alive](bool clear, std::vector<kv::EventBatch> batches) {
+    boost::asio::post(ctx->executor, [ctx, id, alive, clear, batches = std::move(batches)] {
+      if (!*alive) return;  // replaced or removed (read on the io thread only)
       if (clear) ctx->router.ClearKvEvents(id);
       for (const auto& b : batches) ctx->router.OnKvEvents(id, b);
     });
   };
-  sink.on_state = [ctx, id](bool live, const std::string& reason) {
-    boost::asio::post(ctx->executor, [ctx, id, live, reason] {
+  sink.on_state = [ctx, id, alive](bool live, const std::string& reason) {
+    boost::asio::post(ctx->executor, [ctx, id, alive, live, reason] {
+      if (!*alive) return;
       ctx->router.SetKvEventsLive(id, live);
       if (live) {
         spdlog::info("kv events {}: live", id);

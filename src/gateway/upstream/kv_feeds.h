@@ -20,7 +20,15 @@
 // endpoint live, batches, decode errors, gaps, replayed batches, resyncs, publisher
 // restarts, disconnects, blocks in the precise index.
 //
-// Thread-safety: Start/Stop/UpdateStats on the io thread; subscriber threads only post.
+// Endpoints added or removed at run time (--kubernetes: ready Pods of an InferencePool whose
+// config.pools entry has kv_events; discovered, since a Pod's publisher address is its
+// own) get or lose their feed through GatewayContext's EndpointObserver calls: a removed
+// endpoint's subscriber is stopped (its thread joined) before RemoveEndpoint returns, and
+// batches it had already posted are dropped (each subscription has its own token, checked
+// on the io thread), so an id added again never sees the earlier Pod's blocks.
+//
+// Thread-safety: Start/Stop/UpdateStats and the observer calls on the io thread;
+// subscriber threads only post to it.
 #pragma once
 
 #include <boost/asio/steady_timer.hpp>
@@ -42,34 +50,45 @@ struct KvSource {
 };
 Result<KvSource> ParseKvEventSources(std::string_view body, const std::string& http_host);
 
-class KvFeeds : public std::enable_shared_from_this<KvFeeds> {
+class KvFeeds : public EndpointObserver, public std::enable_shared_from_this<KvFeeds> {
  public:
   explicit KvFeeds(std::shared_ptr<GatewayContext> ctx);
   ~KvFeeds();
+  // Subscribes (or starts discovery) and registers with the context for later endpoints.
   void Start();
   void Stop();  // joins the subscriber threads
+  void OnEndpointAdded(const Endpoint& ep) override;
+  void OnEndpointRemoved(const std::string& id) override;
   void UpdateStats(Stats& stats) const;
   bool empty() const { return feeds_.empty(); }
 
  private:
   struct Feed {
-    size_t endpoint_index = 0;  // into ctx->endpoints
-    std::string id;
+    std::string id;  // the endpoint's (GatewayContext::Find)
     bool discover = false;
     bool discovery_in_flight = false;
     std::optional<KvSource> source;
     std::unique_ptr<kv::ZmqSubscriber> subscriber;
     std::string reason;    // why not live
     KvFeedSample carried;  // counters of subscriptions this one replaced
+    // False once the subscription is replaced or the feed removed: its posted batches
+    // are dropped. Read and written on the io thread only.
+    std::shared_ptr<bool> alive;
   };
+  // A feed for `ep` when its pool has kv_events; none otherwise.
+  std::optional<Feed> MakeFeed(const Endpoint& ep) const;
+  Feed* FindFeed(const std::string& id);
   void Tick();
-  void Discover(size_t feed);
+  void Discover(const std::string& id);
   void Subscribe(Feed& feed, KvSource source);
+  static void Unsubscribe(Feed& feed);
 
   std::shared_ptr<GatewayContext> ctx_;
   boost::asio::steady_timer timer_;
   std::vector<Feed> feeds_;
   bool stopped_ = false;
+  bool ticking_ = false;    // the discovery timer runs
+  bool observing_ = false;  // in ctx_->endpoint_observers
 };
 
 }  // namespace kinference::gateway

@@ -81,6 +81,9 @@ struct ProviderConfig {
   int breaker_failures = 5;
   double breaker_cooldown_s = 30;
   std::string ca_file;  // empty: system trust store
+  // The CA bundle as PEM text instead of a file (Kubernetes mode: an InferenceProvider's
+  // spec.caBundle from a Secret or ConfigMap); empty: ca_file, else the system trust store.
+  std::string ca_pem;
   ProviderApi api = ProviderApi::kOpenAi;
   std::string anthropic_version = "2023-06-01";  // kDefaultAnthropicVersion
   int default_max_tokens = 4096;                 // tokens; kDefaultMaxTokens

@@ -26,8 +26,8 @@ void Scraper::Stop() {
 void Scraper::Tick() {
   if (stopped_) return;
   ctx_->RefreshBreakers();
-  for (size_t i = 0; i < ctx_->endpoints.size(); ++i) {
-    if (!ctx_->endpoints[i].provider) ScrapeOne(i);  // providers have no /metrics
+  for (auto& ep : ctx_->endpoints) {
+    if (!ep.provider) ScrapeOne(ep);  // providers have no /metrics
   }
   timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(ctx_->config.RealSeconds(ctx_->config.scrape_interval_s))));
@@ -36,8 +36,7 @@ void Scraper::Tick() {
   });
 }
 
-void Scraper::ScrapeOne(size_t index) {
-  Endpoint& ep = ctx_->endpoints[index];
+void Scraper::ScrapeOne(Endpoint& ep) {
   if (ep.scrape_in_flight) return;
   ep.scrape_in_flight = true;
   http::ClientRequest req;
@@ -51,35 +50,39 @@ void Scraper::ScrapeOne(size_t index) {
   req.header_timeout_s = limit;
   req.idle_timeout_s = limit;
   http::Fetch(
-      ctx_->executor, std::move(req), [self = shared_from_this(), index](Result<http::Response> r) {
-        Endpoint& ep = self->ctx_->endpoints[index];
-        ep.scrape_in_flight = false;
+      ctx_->executor, std::move(req),
+      [self = shared_from_this(), id = ep.info.id, serial = ep.serial](Result<http::Response> r) {
+        Endpoint* ep = self->ctx_->FindMutable(id);
+        // Removed meanwhile, or removed and added again (its own scrape runs).
+        if (ep == nullptr || ep->serial != serial) return;
+        ep->scrape_in_flight = false;
         if (self->stopped_) return;
         if (!r.ok()) {
           // "connect HOST:PORT: ..." (http/client.cc) without a timeout: nothing
           // listens there (refused, unreachable).
           bool refused = r.status().code() == ErrorCode::kUnavailable &&
                          r.status().message().starts_with("connect ");
-          return self->Record(index, false, r.status().message(), refused);
+          return self->Record(id, false, r.status().message(), refused);
         }
-        if (r->status != 200)
-          return self->Record(index, false, "status " + std::to_string(r->status));
+        if (r->status != 200) return self->Record(id, false, "status " + std::to_string(r->status));
         auto snap = routing::ParsePrometheusText(r->body);
-        if (!snap.ok()) return self->Record(index, false, snap.status().message());
-        self->ctx_->router.ObserveMetrics(ep.info.id, *snap, self->ctx_->clock.Now());
+        if (!snap.ok()) return self->Record(id, false, snap.status().message());
+        ep->last_metrics = *snap;
+        ep->last_metrics_at = self->ctx_->clock.Now();
+        self->ctx_->router.ObserveMetrics(id, *snap, self->ctx_->clock.Now());
         if (snap->num_requests_running) {
-          self->ctx_->admission.controller().ObserveMetrics(ep.info.id, *snap->num_requests_running,
+          self->ctx_->admission.controller().ObserveMetrics(id, *snap->num_requests_running,
                                                             snap->num_requests_waiting.value_or(0));
           self->ctx_->admission.Pump();  // a derived limit may have risen
         }
-        ep.last_metrics = *snap;
-        ep.last_metrics_at = self->ctx_->clock.Now();
-        self->Record(index, true, "");
+        self->Record(id, true, "");
       });
 }
 
-void Scraper::Record(size_t index, bool ok, const std::string& why, bool refused) {
-  Endpoint& ep = ctx_->endpoints[index];
+void Scraper::Record(const std::string& id, bool ok, const std::string& why, bool refused) {
+  Endpoint* found = ctx_->FindMutable(id);
+  if (found == nullptr) return;
+  Endpoint& ep = *found;
   if (ok) {
     ep.consecutive_failures = 0;
     if (ep.metrics_stale) {
@@ -99,7 +102,7 @@ void Scraper::Record(size_t index, bool ok, const std::string& why, bool refused
     ep.metrics_stale = true;
     ctx_->stats.SetMetricsStale(ep.info.id, true);
   }
-  if (refused) ctx_->OnRequestResult(ep.info.id, routing::RequestResult::kConnectFailure);
+  if (refused) ctx_->OnRequestResult(id, routing::RequestResult::kConnectFailure);
 }
 
 }  // namespace kinference::gateway

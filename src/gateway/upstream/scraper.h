@@ -1,4 +1,5 @@
-// Scraper: polls GET /metrics of every configured endpoint every scrape_interval_s (model
+// Scraper: polls GET /metrics of every local endpoint (those there at each tick: Kubernetes
+// mode adds and removes them) every scrape_interval_s (model
 // seconds, i.e. scrape_interval_s / time_scale real seconds), parses it
 // (routing::ParsePrometheusText) and hands the snapshot to the router with the time it arrived
 // (router clock) and its running/waiting counts to admission control (derived limits). A
@@ -28,8 +29,9 @@ class Scraper : public std::enable_shared_from_this<Scraper> {
 
  private:
   void Tick();
-  void ScrapeOne(size_t index);
-  void Record(size_t index, bool ok, const std::string& why, bool refused = false);
+  void ScrapeOne(Endpoint& ep);
+  // The endpoint may be gone by the time its scrape answers: looked up by id, then ignored.
+  void Record(const std::string& id, bool ok, const std::string& why, bool refused = false);
 
   std::shared_ptr<GatewayContext> ctx_;
   boost::asio::steady_timer timer_;

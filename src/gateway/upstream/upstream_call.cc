@@ -80,7 +80,7 @@ Result<UpstreamCall> BuildUpstreamCall(const GatewayConfig& config, const Endpoi
   call.headers.Add("x-request-id", request_id);
   out.assembled = stream_upstream && !req.stream;
   double timeout_model_s = config.request_timeout_s;
-  if (const ProviderConfig* p = ep.provider) {
+  if (const ProviderConfig* p = ep.provider.get()) {
     call.target = ProviderTarget(*p, path);
     if (p->api == ProviderApi::kAnthropic) {
       out.assembled = false;  // its responses are translated whole; sent as requested
@@ -93,6 +93,7 @@ Result<UpstreamCall> BuildUpstreamCall(const GatewayConfig& config, const Endpoi
     }
     call.tls = p->tls;
     call.ca_file = p->ca_file;
+    call.ca_pem = p->ca_pem;
     if (p->timeout_s > 0) timeout_model_s = p->timeout_s;
   }
   const double timeout_s = config.RealSeconds(timeout_model_s);

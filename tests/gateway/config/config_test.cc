@@ -93,6 +93,22 @@ TEST(GatewayConfig, ErrorsNameTheField) {
   EXPECT_NE(ErrorOf("- just\n- a list\n").find("top level"), std::string::npos);
 }
 
+TEST(GatewayConfig, KubernetesModeNeedsNoPoolsAndRefusesPolicyFiles) {
+  auto c = ParseGatewayConfig("listen: {port: 0}\n", ConfigMode::kKubernetes);
+  EXPECT_TRUE(c.pools.empty());
+  // File pools are still served beside the cluster's.
+  c = ParseGatewayConfig("pools: [{name: p, model: m, endpoints: ['http://h:1']}]",
+                         ConfigMode::kKubernetes);
+  EXPECT_EQ(c.pools.size(), 1u);
+  try {
+    ParseGatewayConfig("policies: {files: [a.yaml]}\n", ConfigMode::kKubernetes);
+    ADD_FAILURE() << "policies.files accepted with --kubernetes";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("policies.files"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ParseGatewayConfig("listen: {port: 0}\n"), ConfigError);  // file mode: pools
+}
+
 TEST(GatewayConfig, MissingFileIsAnError) {
   EXPECT_THROW(LoadGatewayConfig("/nonexistent/gateway.yaml"), ConfigError);
 }
