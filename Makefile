@@ -41,6 +41,12 @@ demo-vllm: build
 bench-guidellm: build
 	BUILD=$(BUILD) bash scripts/bench-guidellm.sh
 
+# Kinference on a local Kubernetes API server: controller, gateway --kubernetes, engine-sim
+# pods in two InferencePools, readiness and a policy edit and rollback moving traffic.
+.PHONY: demo-k8s
+demo-k8s: build
+	bash scripts/demo_k8s.sh
+
 # Microbenchmarks (Google Benchmark).
 bench: build
 	@for b in $(BUILD)/benchmarks/*_bench; do echo "== $$b"; $$b --benchmark_min_time=0.2; done
