@@ -6,6 +6,9 @@
                                                disabled
   check_rendered.py kinference-resources FILE  prints the kinference.io resources the Roles name
   check_rendered.py controller-args FILE       prints the controller container's args, one a line
+  check_rendered.py gateway-args FILE          the same for the gateway
+  check_rendered.py gateway-config FILE        prints the gateway ConfigMap's gateway.yaml, listening
+                                               on 127.0.0.1, any free port
 
 Exits 1 with one line per problem.
 """
@@ -200,9 +203,14 @@ def main():
     if mode == "kinference-resources":
         print(" ".join(kinference_resources(docs)) + " ")
         return 0
-    if mode == "controller-args":
-        deploy = named(docs, "Deployment", "kinference-controller")
+    if mode in ("controller-args", "gateway-args"):
+        deploy = named(docs, "Deployment", "kinference-" + mode.split("-")[0])
         print("\n".join(deploy["spec"]["template"]["spec"]["containers"][0]["args"]))
+        return 0
+    if mode == "gateway-config":
+        config = yaml.safe_load(named(docs, "ConfigMap", "kinference-gateway")["data"]["gateway.yaml"])
+        config["listen"] = {"address": "127.0.0.1", "port": 0}
+        print(yaml.safe_dump(config, sort_keys=False))
         return 0
     problems = {"defaults": defaults, "custom": custom}[mode](docs)
     for p in problems:

@@ -230,12 +230,15 @@ forbidden "controller token deletes a CRD" delete crd inferencepolicies.kinferen
 
 # --- The controller itself, with nothing but its ServiceAccount's token.
 SERVER=$(sed -n 's/^K8S_SERVER=//p' "$ENVDIR/env")
+sa_kubeconfig() { # FILE TOKEN: a kubeconfig holding only TOKEN
+  kubectl config set-cluster test --server "$SERVER" --certificate-authority \
+    "$ENVDIR/certs/apiserver.crt" --embed-certs --kubeconfig "$1" >/dev/null
+  kubectl config set-credentials sa --token "$2" --kubeconfig "$1" >/dev/null
+  kubectl config set-context test --cluster test --user sa --kubeconfig "$1" >/dev/null
+  kubectl config use-context test --kubeconfig "$1" >/dev/null
+}
 SA_KUBECONFIG="$WORK/controller.kubeconfig"
-kubectl config set-cluster test --server "$SERVER" --certificate-authority \
-  "$ENVDIR/certs/apiserver.crt" --embed-certs --kubeconfig "$SA_KUBECONFIG" >/dev/null
-kubectl config set-credentials controller --token "$CTRL" --kubeconfig "$SA_KUBECONFIG" >/dev/null
-kubectl config set-context test --cluster test --user controller --kubeconfig "$SA_KUBECONFIG" >/dev/null
-kubectl config use-context test --kubeconfig "$SA_KUBECONFIG" >/dev/null
+sa_kubeconfig "$SA_KUBECONFIG" "$CTRL"
 # The same objects a user would apply: the example provider and tenant with their Secrets,
 # the example policies.
 kubectl delete inferencepolicy rbac-probe -n team-a >/dev/null
@@ -306,6 +309,79 @@ if grep -qiE '403|forbidden' "$WORK/controller.err"; then
   fail "controller with its token logged a refusal:"
   grep -iE '403|forbidden' "$WORK/controller.err" | head -5 | sed 's/^/    /'
 else ok "controller with its token: no 403 in its log"; fi
+
+# --- The gateway, with nothing but its ServiceAccount's token and the chart's config file,
+# serving the example objects above and the example InferencePool (its port moved to where an
+# engine-sim "pod" listens on 127.0.0.2).
+GW_KUBECONFIG="$WORK/gateway.kubeconfig"
+sa_kubeconfig "$GW_KUBECONFIG" "$GW"
+# listening_port PID FILE NAME: waits for "NAME listening on HOST:PORT" in FILE -> PORT.
+listening_port() {
+  local p
+  for _ in $(seq 1 300); do
+    p=$(sed -n "s/^$3 listening on .*:\([0-9]*\)\$/\1/p" "$2")
+    [[ -n $p ]] && echo "$p" && return 0
+    kill -0 "$1" 2>/dev/null || return 1
+    sleep 0.2
+  done
+  return 1
+}
+"$KINFERENCE" engine-sim --host 127.0.0.2 --port 0 --served-model-name qwen3-8b --time-scale 50 \
+  >"$WORK/engine.out" 2>"$WORK/engine.err" &
+ENGINE_PID=$!
+GATEWAY_PID=
+stop_gateway() {
+  for pid in $GATEWAY_PID $ENGINE_PID; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
+  GATEWAY_PID= ENGINE_PID=
+}
+trap 'stop_controller; stop_gateway; cleanup' EXIT
+ENGINE_PORT=$(listening_port "$ENGINE_PID" "$WORK/engine.out" engine-sim) ||
+  fail "engine-sim did not start: $(tail -3 "$WORK/engine.err")"
+sed "s/number: 8000/number: $ENGINE_PORT/" "$ROOT/examples/kubernetes/inferencepool.yaml" |
+  kubectl apply -n team-a -f - >/dev/null
+kubectl apply -n team-a -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: vllm-qwen3-8b-0, labels: {app: vllm-qwen3-8b}}
+spec: {containers: [{name: vllm, image: vllm/vllm-openai:v0.32.0}]}
+EOF
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+kubectl patch pod vllm-qwen3-8b-0 -n team-a --subresource=status --type=merge -p \
+  "{\"status\":{\"phase\":\"Running\",\"podIP\":\"127.0.0.2\",\"podIPs\":[{\"ip\":\"127.0.0.2\"}],
+   \"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"lastTransitionTime\":\"$now\"}]}}" >/dev/null
+python3 "$ROOT/tests/deploy/check_rendered.py" gateway-config "$WORK/default.yaml" >"$WORK/gateway.yaml"
+# The args of templates/gateway-deployment.yaml, the config file and namespace moved here.
+mapfile -t args < <(python3 "$ROOT/tests/deploy/check_rendered.py" gateway-args "$WORK/default.yaml" |
+  sed -e 's/^--namespace=.*/--namespace=team-a/' -e "s|^--config=.*|--config=$WORK/gateway.yaml|")
+"$KINFERENCE" "${args[@]}" --kubeconfig "$GW_KUBECONFIG" >"$WORK/gateway.out" 2>"$WORK/gateway.err" &
+GATEWAY_PID=$!
+if GATEWAY_PORT=$(listening_port "$GATEWAY_PID" "$WORK/gateway.out" gateway); then
+  ok "gateway with its token and the chart's config starts (port $GATEWAY_PORT)"
+else
+  fail "gateway with its token and the chart's config: $(tail -5 "$WORK/gateway.err")"
+fi
+GATEWAY_URL="http://127.0.0.1:$GATEWAY_PORT"
+KEY=sk-team-a-ci-replace-me # examples/kubernetes/inferencetenant.yaml
+chat() { # API_KEY -> HTTP status of a chat completion for qwen3-8b
+  curl -sS -o "$WORK/chat.json" -w '%{http_code}' "$GATEWAY_URL/v1/chat/completions" \
+    -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+    -d '{"model":"qwen3-8b","max_tokens":8,"messages":[{"role":"user","content":"hello"}]}'
+}
+# With InferenceTenants, every API route needs a tenant's key.
+wait_for "gateway with its token: the pool's pod serves qwen3-8b (/v1/models)" \
+  bash -c "curl -fsS -H 'Authorization: Bearer $KEY' '$GATEWAY_URL/v1/models' | grep -q '\"qwen3-8b\"'"
+wait_for "gateway with its token: tenant team-a's key from its Secret is accepted (chat 200)" \
+  bash -c "[[ \$(curl -sS -o /dev/null -w '%{http_code}' '$GATEWAY_URL/v1/chat/completions' \
+    -H 'Authorization: Bearer $KEY' -H 'Content-Type: application/json' \
+    -d '{\"model\":\"qwen3-8b\",\"max_tokens\":8,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}') == 200 ]]"
+code=$(chat sk-not-a-key)
+[[ $code == 401 ]] && ok "gateway with its token: an unknown key is refused (401)" ||
+  fail "gateway with its token: an unknown key got HTTP $code, want 401"
+stop_gateway
+if grep -qiE '403|forbidden' "$WORK/gateway.err"; then
+  fail "gateway with its token logged a refusal:"
+  grep -iE '403|forbidden' "$WORK/gateway.err" | head -5 | sed 's/^/    /'
+else ok "gateway with its token: no 403 in its log"; fi
 
 # --- Uninstall: the release's objects go, the CRDs stay (Helm never deletes crds/).
 check "helm uninstall" helm uninstall kinference -n kinference-system
