@@ -2,7 +2,9 @@
 // pod IPs where engine-sims listen) become endpoints once Ready, with the model each
 // answers at /v1/models; flipping Ready moves traffic; deleting a Pod removes it; an
 // InferencePolicy applied and edited with kubectl changes routing; an InferenceTenant's
-// Secret keys authenticate and its access list limits models.
+// Secret keys authenticate and its access list limits models; a config pool entry's
+// settings (KV events, max_in_flight) follow the Pods of that InferencePool; two replicas
+// each follow the cluster with their own watches.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -101,7 +103,7 @@ class GatewayEnvTest : public ::testing::Test {
     if (!gateway_) return http::Response{};  // its start failed (reported)
     http::ClientRequest r;
     r.method = method;
-    r.port = gateway_->port();
+    r.port = via_ ? via_->port() : gateway_->port();
     r.target = target;
     r.body = body;
     r.headers = std::move(headers);
@@ -141,6 +143,7 @@ class GatewayEnvTest : public ::testing::Test {
   uint16_t port_ = 0;
   std::vector<std::unique_ptr<ChildProcess>> sims_;
   std::unique_ptr<ChildProcess> gateway_;
+  ChildProcess* via_ = nullptr;  // when set, Call goes to this gateway instead
 };
 
 TEST_F(GatewayEnvTest, ReadyPodsOfAnInferencePoolAreEndpointsAndReadinessMovesTraffic) {
@@ -323,6 +326,44 @@ TEST_F(GatewayEnvTest, PoolSettingsFollowThePodsKvEventsAndAdmission) {
   ASSERT_TRUE(WaitFor([&] { return series("kinference_kv_events_live") == 1; }, 30))
       << gateway_->Output();
   EXPECT_EQ(Call("POST", "/v1/chat/completions", body).status, 200);
+}
+
+// Two gateway replicas, each with its own watches (active-active, as the chart runs them):
+// both route to the pool's Ready Pods, and a readiness change reaches each on its own.
+TEST_F(GatewayEnvTest, TwoReplicasEachFollowTheClusterOnTheirOwn) {
+  std::string ns = env_->NewNamespace("gw-replicas");
+  StartSim("127.0.0.10");
+  StartSim("127.0.0.11");
+  ApplyIn(ns, PoolYaml("sims", "sim", port_));
+  CreatePod(ns, "sim-a", "sim");
+  CreatePod(ns, "sim-b", "sim");
+  SetReady(ns, "sim-a", "127.0.0.10", true);
+  SetReady(ns, "sim-b", "127.0.0.11", true);
+  StartGateway(ns);
+  auto first = std::move(gateway_);
+  StartGateway(ns);
+  auto second = std::move(gateway_);
+  gateway_ = std::move(first);  // TearDown prints this one's log on failure
+  auto on = [&](ChildProcess* g, const std::set<std::string>& want) {
+    via_ = g;
+    double s = SecondsUntilOnly(want);
+    via_ = nullptr;
+    if (s < 0) std::cerr << "replica log:\n" << g->Output() << "\n";
+    return s;
+  };
+  EXPECT_GE(on(gateway_.get(), {"sims/sim-a", "sims/sim-b"}), 0);
+  EXPECT_GE(on(second.get(), {"sims/sim-a", "sims/sim-b"}), 0);
+  SetReady(ns, "sim-b", "127.0.0.11", false);
+  double a_s = on(gateway_.get(), {"sims/sim-a"});
+  double b_s = on(second.get(), {"sims/sim-a"});
+  EXPECT_GE(a_s, 0);
+  EXPECT_GE(b_s, 0);
+  std::cout << "not-Ready took effect on replica 1 after " << a_s << " s, then on replica 2 "
+            << "after " << b_s << " s more (requests included)\n";
+  // One replica gone: the other keeps serving from its own watches.
+  second.reset();
+  SetReady(ns, "sim-b", "127.0.0.11", true);
+  EXPECT_GE(on(gateway_.get(), {"sims/sim-a", "sims/sim-b"}), 0);
 }
 
 TEST_F(GatewayEnvTest, ServesThroughAnApiServerRestartWithEtcdCompacted) {
