@@ -8,14 +8,27 @@
 namespace kinference::kv {
 namespace {
 
-// Decoding cursor over a buffer that mp_check() has validated as one whole msgpack
-// value: every read checks the type first, so no mp_decode_* reads out of bounds.
+// Decoding cursor over [p, end), a buffer that mp_check() has validated as one whole
+// msgpack value. That check alone does not bound the reads: msgpuck 2.0 (Debian 12)
+// computes a map32's element count as 2 * n in 32 bits, so mp_check accepts
+// "\xdf\xcd\x01\x3c\xcc" (a map of 3.4e9 pairs, 5 bytes) whose pairs a decoder then
+// reads past the end (found by fuzzing, fuzz/kv_events_fuzz.cc). So every read checks the
+// type at a position inside the buffer, container counts larger than the bytes left are
+// refused, and Skip validates what it skips against `end`.
 class Reader {
  public:
-  explicit Reader(const char* p) : p_(p) {}
-  mp_type type() const { return mp_typeof(*p_); }
-  bool Is(mp_type t) const { return type() == t; }
-  void Skip() { mp_next(&p_); }
+  Reader(const char* p, const char* end) : p_(p), end_(end) {}
+  bool AtEnd() const { return p_ >= end_; }
+  // The type at the cursor; MP_EXT (which no field accepts) at the end of the buffer.
+  mp_type type() const { return AtEnd() ? MP_EXT : mp_typeof(*p_); }
+  bool Is(mp_type t) const { return !AtEnd() && mp_typeof(*p_) == t; }
+  Status Skip() {
+    if (AtEnd() || mp_check(&p_, end_) != 0 || p_ > end_) {
+      p_ = end_;
+      return InvalidArgument("KV event batch: truncated value");
+    }
+    return Status::Ok();
+  }
   bool Nil() {
     if (!Is(MP_NIL)) return false;
     mp_decode_nil(&p_);
@@ -63,18 +76,19 @@ class Reader {
     if (!Is(MP_STR)) return Bad(what, "a string");
     uint32_t n = 0;
     const char* d = mp_decode_str(&p_, &n);
+    if (p_ > end_) return Bad(what, "a whole string");
     *s = std::string_view(d, n);
     return Status::Ok();
   }
   Status Map(uint32_t* n) {
     if (!Is(MP_MAP)) return Bad("value", "a map");
     *n = mp_decode_map(&p_);
-    return Status::Ok();
+    return CountFits(*n, 2);
   }
   Status Array(uint32_t* n, const char* what) {
     if (!Is(MP_ARRAY)) return Bad(what, "an array");
     *n = mp_decode_array(&p_);
-    return Status::Ok();
+    return CountFits(*n, 1);
   }
   // A block hash: uint64, or bytes read as vLLM's int.from_bytes(b, "big") & (2^64-1).
   Status Hash(uint64_t* v, const char* what) {
@@ -82,6 +96,7 @@ class Reader {
     if (Is(MP_BIN) || Is(MP_STR)) {
       uint32_t n = 0;
       const char* d = Is(MP_BIN) ? mp_decode_bin(&p_, &n) : mp_decode_str(&p_, &n);
+      if (p_ > end_) return Bad(what, "a whole hash");
       if (n == 0) return Bad(what, "a non-empty hash");
       uint64_t x = 0;
       for (uint32_t i = n > 8 ? n - 8 : 0; i < n; ++i) x = (x << 8) | static_cast<uint8_t>(d[i]);
@@ -120,10 +135,17 @@ class Reader {
   }
 
  private:
+  // Each element takes at least one byte.
+  Status CountFits(uint64_t n, uint64_t per_element) const {
+    if (p_ > end_ || n * per_element > static_cast<uint64_t>(end_ - p_))
+      return InvalidArgument("KV event batch: container count exceeds the payload");
+    return Status::Ok();
+  }
   Status Bad(const char* what, const char* expected) const {
     return InvalidArgument(std::string("KV event batch: ") + what + " is not " + expected);
   }
   const char* p_;
+  const char* end_;
 };
 
 // Field decoders shared by the map and the array encodings.
@@ -159,16 +181,14 @@ Status StoredField(Reader& r, std::string_view key, BlockStored& e) {
   if (key == "medium") return r.OptStr(&e.medium, "BlockStored.medium");
   if (key == "lora_name") return r.OptStr(&e.lora_name, "BlockStored.lora_name");
   if (key == "group_idx") return r.OptInt(&e.group_idx, "BlockStored.group_idx");
-  r.Skip();
-  return Status::Ok();
+  return r.Skip();
 }
 
 Status RemovedField(Reader& r, std::string_view key, BlockRemoved& e) {
   if (key == "block_hashes") return r.Hashes(&e.block_hashes, "BlockRemoved.block_hashes");
   if (key == "medium") return r.OptStr(&e.medium, "BlockRemoved.medium");
   if (key == "group_idx") return r.OptInt(&e.group_idx, "BlockRemoved.group_idx");
-  r.Skip();
-  return Status::Ok();
+  return r.Skip();
 }
 
 constexpr const char* kStoredFields[] = {"block_hashes", "parent_block_hash", "token_ids",
@@ -200,13 +220,6 @@ Status FillEvent(Reader& r, bool is_map, uint32_t n, E& e, F field, const char* 
   return Status::Ok();
 }
 
-// Reads a map's size; the reader must be at a map.
-uint32_t MapSize(Reader& r) {
-  uint32_t n = 0;
-  r.Map(&n);
-  return n;
-}
-
 Result<KvEvent> DecodeEvent(Reader& r) {
   std::string_view type;
   uint32_t n = 0;
@@ -214,21 +227,22 @@ Result<KvEvent> DecodeEvent(Reader& r) {
   if (is_map) {
     // msgspec writes the "type" tag first; accept it anywhere: find it on a copy.
     Reader probe = r;
-    uint32_t pairs = MapSize(probe);
+    uint32_t pairs = 0;
+    if (Status s = probe.Map(&pairs); !s.ok()) return s;
     for (uint32_t i = 0; i < pairs && type.empty(); ++i) {
       std::string_view key;
       if (!probe.Is(MP_STR)) return InvalidArgument("KV event batch: event key is not a string");
-      (void)probe.Str(&key, "event key");
+      if (Status s = probe.Str(&key, "event key"); !s.ok()) return s;
       if (key == "type") {
         if (Status s = probe.Str(&type, "event type"); !s.ok()) return s;
       } else {
-        probe.Skip();
+        if (Status s = probe.Skip(); !s.ok()) return s;
       }
     }
     if (type.empty()) return InvalidArgument("KV event batch: event map without \"type\"");
-    n = MapSize(r);
+    if (Status s = r.Map(&n); !s.ok()) return s;
   } else if (r.Is(MP_ARRAY)) {
-    (void)r.Array(&n, "event");
+    if (Status s = r.Array(&n, "event"); !s.ok()) return s;
     if (n == 0) return InvalidArgument("KV event batch: empty event array");
     if (Status s = r.Str(&type, "event tag"); !s.ok()) return s;
     --n;
@@ -249,7 +263,8 @@ Result<KvEvent> DecodeEvent(Reader& r) {
     return KvEvent(std::move(e));
   }
   if (type == "AllBlocksCleared") {
-    for (uint32_t i = 0; i < n * (is_map ? 2 : 1); ++i) r.Skip();
+    for (uint64_t i = 0; i < uint64_t{n} * (is_map ? 2 : 1); ++i)
+      if (Status s = r.Skip(); !s.ok()) return s;
     return KvEvent(AllBlocksCleared{});
   }
   return InvalidArgument("KV event batch: unknown event type \"" + std::string(type) + "\"");
@@ -404,11 +419,11 @@ Result<EventBatch> DecodeBatch(std::string_view payload) {
   const char* end = payload.data() + payload.size();
   if (payload.empty() || mp_check(&p, end) != 0 || p != end)
     return InvalidArgument("KV event batch: not one whole msgpack value");
-  Reader r(payload.data());
+  Reader r(payload.data(), end);
   EventBatch b;
   if (r.Is(MP_ARRAY)) {
     uint32_t n = 0;
-    (void)r.Array(&n, "batch");
+    if (Status s = r.Array(&n, "batch"); !s.ok()) return s;
     if (n < 2) return InvalidArgument("KV event batch: batch array shorter than [ts, events]");
     if (Status s = r.Number(&b.ts, "ts"); !s.ok()) return s;
     if (Status s = DecodeEvents(r, b); !s.ok()) return s;
@@ -417,7 +432,8 @@ Result<EventBatch> DecodeBatch(std::string_view payload) {
     return b;
   }
   if (r.Is(MP_MAP)) {
-    uint32_t n = MapSize(r);
+    uint32_t n = 0;
+    if (Status s = r.Map(&n); !s.ok()) return s;
     bool events = false;
     for (uint32_t i = 0; i < n; ++i) {
       std::string_view key;
@@ -429,8 +445,8 @@ Result<EventBatch> DecodeBatch(std::string_view payload) {
         events = true;
       } else if (key == "data_parallel_rank") {
         if (Status s = r.OptInt(&b.data_parallel_rank, "data_parallel_rank"); !s.ok()) return s;
-      } else {
-        r.Skip();
+      } else if (Status s = r.Skip(); !s.ok()) {
+        return s;
       }
     }
     if (!events) return InvalidArgument("KV event batch: no events");

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 namespace kinference::kv {
@@ -148,6 +150,25 @@ TEST(EventCodecTest, RejectsTruncatedAndMistypedPayloads) {
                           "c0"));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("token_ids"), std::string::npos);
+}
+
+// A map32 of 3.4e9 pairs in 5 bytes passes msgpuck's mp_check (its 2 * n wraps in 32 bits);
+// the decoder must refuse it rather than read pairs past the payload (found by
+// fuzz/kv_events_fuzz.cc; under make test-asan the exact-size buffer makes any such read
+// fail the test).
+TEST(EventCodecTest, RefusesContainerCountsLargerThanThePayload) {
+  for (const char* hex : {"dfcd013ccc", "93cb000000000000000091dfcd013ccc"}) {
+    std::string wire = FromHex(hex);
+    std::unique_ptr<char[]> exact(new char[wire.size()]);
+    std::memcpy(exact.get(), wire.data(), wire.size());
+    auto b = DecodeBatch(std::string_view(exact.get(), wire.size()));
+    ASSERT_FALSE(b.ok()) << hex;
+    EXPECT_EQ(b.status().code(), kinference::ErrorCode::kInvalidArgument) << hex;
+  }
+  auto huge = DecodeBatch(FromHex("dfcd013ccc"));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("count exceeds the payload"), std::string::npos)
+      << huge.status().message();
 }
 
 TEST(EventCodecTest, NonGpuMediumAndLoraAreNotTheEngineCache) {

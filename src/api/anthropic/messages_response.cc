@@ -1,5 +1,7 @@
 #include "api/anthropic/messages_response.h"
 
+#include <fmt/format.h>
+
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
@@ -37,16 +39,24 @@ std::optional<std::string> VllmStop(const json::object& choice) {
 
 // The message of an OpenAI error body ({"error":{"message"}} or vLLM's flat
 // {"object":"error","message"}), else the body itself.
-std::string UpstreamErrorMessage(std::string_view body) {
+// The message of an upstream error body: its JSON error message (a JSON string, so valid
+// UTF-8), or the gateway's own words when the body has none. A body that is not JSON
+// (a proxy's HTML page, bytes that are not UTF-8) is never quoted: serialised into the
+// client's JSON it could make that JSON invalid (found by fuzzing,
+// fuzz/anthropic_response_fuzz.cc) or show the client an upstream's internals.
+constexpr const char* kUpstreamStreamFailed = "The model server failed during the stream.";
+
+std::string UpstreamErrorMessage(int status, std::string_view body) {
+  std::string fallback = fmt::format("upstream answered HTTP {} without an error message", status);
   json::error_code ec;
   json::value v = json::parse(body, ec);
   if (!ec && v.is_object()) {
     const json::object& o = v.get_object();
     if (const auto* e = o.if_contains("error"); e && e->is_object())
-      return StringOr(e->get_object(), "message", std::string(body));
-    if (o.contains("message")) return StringOr(o, "message", std::string(body));
+      return StringOr(e->get_object(), "message", fallback);
+    if (o.contains("message")) return StringOr(o, "message", fallback);
   }
-  return std::string(body);
+  return fallback;
 }
 
 json::value ParseToolInput(std::string_view arguments) {
@@ -79,7 +89,8 @@ TranslatedResponse TranslateResponse(int upstream_status, std::string_view body,
                                      const ResponseContext& ctx) {
   if (upstream_status != 200) {
     return {AnthropicStatusForUpstream(upstream_status),
-            ErrorBody(ErrorTypeForHttpStatus(upstream_status), UpstreamErrorMessage(body))};
+            ErrorBody(ErrorTypeForHttpStatus(upstream_status),
+                      UpstreamErrorMessage(upstream_status, body))};
   }
   json::error_code ec;
   json::value v = json::parse(body, ec);
@@ -202,11 +213,11 @@ std::string StreamTranslator::OnData(std::string_view data) {
   const json::object& o = v.get_object();
   std::string out;
   if (!started_) out += Start(StringOr(o, "id"));
-  if (const auto* e = o.if_contains("error"); e && e->is_object()) {
-    return out + Error("api_error", StringOr(e->get_object(), "message", "upstream error"));
-  }
-  if (StringOr(o, "object") == "error") {
-    return out + Error("api_error", StringOr(o, "message", "upstream error"));
+  // An upstream error event: the gateway's words, not the upstream's (they may carry a key
+  // or an internal address; the gateway logs them).
+  if (const auto* e = o.if_contains("error");
+      (e && e->is_object()) || StringOr(o, "object") == "error") {
+    return out + Error("api_error", kUpstreamStreamFailed);
   }
   if (const auto* u = o.if_contains("usage"); u && u->is_object()) {
     const json::object& usage = u->get_object();

@@ -1,5 +1,7 @@
 #include "api/anthropic/upstream_response.h"
 
+#include <fmt/format.h>
+
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
@@ -54,7 +56,10 @@ OpenAiResponse MessagesResponseToOpenAi(int status, std::string_view body, int64
   if (status != 200) {
     const json::object* e = o ? ObjectAt(*o, "error") : nullptr;
     std::string type = e ? StringOr(*e, "type", "api_error") : "api_error";
-    std::string message = e ? StringOr(*e, "message", std::string(body)) : std::string(body);
+    // A body without a JSON error message is not quoted (see messages_response.cc).
+    std::string fallback =
+        fmt::format("upstream answered HTTP {} without an error message", status);
+    std::string message = e ? StringOr(*e, "message", fallback) : fallback;
     int out = OpenAiStatus(status);
     return {out, OpenAiError(out, type, message)};
   }

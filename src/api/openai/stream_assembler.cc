@@ -15,6 +15,10 @@ namespace kinference::api {
 namespace json = boost::json;
 namespace {
 
+// Finish's message for an upstream error event: the gateway's words; the upstream's are in
+// upstream_error() for the log (they may carry a key or an internal address).
+constexpr const char* kUpstreamStreamError = "upstream stream reported an error";
+
 bool IsTrue(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
   return v && v->is_bool() && v->get_bool();
@@ -94,6 +98,7 @@ struct StreamAssembler::State {
   std::map<int64_t, Choice> choices;
   bool done = false;
   std::optional<std::string> error;
+  std::string upstream_error;  // the upstream's own words, for the log only
 
   void AddChat(Choice& c, const json::object& choice) {
     if (const auto* d = choice.if_contains("delta"); d && d->is_object()) {
@@ -162,12 +167,14 @@ struct StreamAssembler::State {
     if (const auto* err = o.if_contains("error"); err && !err->is_null()) {
       const json::object* eo = err->if_object();
       const json::string* m = eo ? StringOf(*eo, "message") : err->if_string();
-      error = "upstream stream failed: " + (m ? std::string(*m) : json::serialize(*err));
+      error = kUpstreamStreamError;
+      upstream_error = m ? std::string(*m) : json::serialize(*err);
       return;
     }
     if (const auto* obj = StringOf(o, "object"); obj && *obj == "error") {
       const json::string* m = StringOf(o, "message");
-      error = "upstream stream failed: " + (m ? std::string(*m) : json::serialize(o));
+      error = kUpstreamStreamError;
+      upstream_error = m ? std::string(*m) : json::serialize(o);
       return;
     }
     if (id.is_null() && IsSet(o, "id")) id = o.at("id");
@@ -280,6 +287,7 @@ void StreamAssembler::Add(std::string_view data) { s_->Add(ParseStreamChunk(data
 void StreamAssembler::Add(const StreamChunk& chunk) { s_->Add(chunk); }
 
 bool StreamAssembler::failed() const { return s_->error.has_value(); }
+const std::string& StreamAssembler::upstream_error() const { return s_->upstream_error; }
 
 Result<std::string> StreamAssembler::Finish() const {
   const State& s = *s_;

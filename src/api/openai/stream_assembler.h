@@ -33,11 +33,13 @@
 //
 // Errors (Result/Status, never thrown): an error event (`{"error": {...}}` or vLLM's
 // `{"object": "error", ...}`), a chunk that is not a JSON object, or an incomplete stream
-// make Finish return kUnavailable with a message; the gateway answers it 502 in the
-// front's shape. A stream is complete only if at least one choice arrived and every
-// choice has a non-null finish_reason, [DONE] or not (a truncated stream may still end
-// with [DONE]); a stream without [DONE] must also have carried usage (include_usage is
-// forced, so a clean stream has it; a provider that omits [DONE] but sends usage passes).
+// make Finish return kUnavailable with the gateway's own message (for an error event
+// "upstream stream reported an error"; the upstream's words are upstream_error(), for the
+// log only); the gateway answers it 502 in the front's shape. A stream is complete only if at least
+// one choice arrived and every choice has a non-null finish_reason, [DONE] or not (a truncated
+// stream may still end with [DONE]); a stream without [DONE] must also have carried usage
+// (include_usage is forced, so a clean stream has it; a provider that omits [DONE] but sends usage
+// passes).
 //
 // Thread-safety: pure code; one assembler per request, not shared.
 #pragma once
@@ -79,6 +81,9 @@ class StreamAssembler {
   void Add(const StreamChunk& chunk);
   // An error event or a malformed chunk was seen.
   bool failed() const;
+  // The message of the upstream's error event (empty when none): for the log, not the
+  // client.
+  const std::string& upstream_error() const;
   // The rebuilt response body (JSON), or kUnavailable (see Errors above).
   Result<std::string> Finish() const;
 

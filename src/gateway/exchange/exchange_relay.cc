@@ -46,6 +46,14 @@ std::string UpstreamErrorType(std::string_view body) {
   return type != nullptr && type->is_string() ? std::string(type->get_string()) : std::string();
 }
 
+// The providers' API keys, which an upstream's words must not show anyone.
+std::vector<std::string> ApiKeys(const GatewayContext& ctx) {
+  std::vector<std::string> keys;
+  for (const auto& ep : ctx.endpoints)
+    if (!ep.api_key.empty()) keys.push_back(ep.api_key);
+  return keys;
+}
+
 }  // namespace
 
 void Exchange::OnHeaders(int status, const http::Headers& headers) {
@@ -177,6 +185,13 @@ void Exchange::OnEvent(const api::SseEvent& ev) {
     return;
   }
   if (info.usage_only && !req_.client_wants_usage) return;
+  // An upstream error event: the gateway's own (status class, request id); the upstream's
+  // words go to the log, redacted.
+  if (auto own = api::ReplaceUpstreamStreamError(ev.data, base_request_id_)) {
+    spdlog::warn("request {}: upstream {} reported an error mid-stream: {}", base_request_id_,
+                 decision_.endpoint, RedactSecrets(ev.data, ApiKeys(*ctx_)));
+    return writer_->Write(api::FormatSse(*own, ev.event));
+  }
   writer_->Write(api::FormatSse(ev.data, ev.event));
 }
 
@@ -332,9 +347,7 @@ void Exchange::RecordEndpointResult(const Status& status) {
 
 void Exchange::SanitizeUpstreamError() {
   if (upstream_status_ < 400) return;
-  std::vector<std::string> keys;
-  for (const auto& ep : ctx_->endpoints)
-    if (!ep.api_key.empty()) keys.push_back(ep.api_key);
+  std::vector<std::string> keys = ApiKeys(*ctx_);
   if (upstream_status_ < 500 && body_.size() <= kMaxRedactedBytes) {
     body_ = RedactSecrets(body_, keys);  // the client's own mistake: its words help it
     return;
@@ -380,8 +393,12 @@ void Exchange::FailCredentialsRejected() {
 }
 
 void Exchange::FailAssembly(const Status& s) {
-  std::string message = fmt::format("upstream {}: {}", decision_.endpoint, s.message());
-  spdlog::warn("request {}: {}", base_request_id_, message);
+  // The log has the endpoint and the upstream's words (redacted); the client the gateway's.
+  spdlog::warn("request {}: upstream {}: {}{}{}", base_request_id_, decision_.endpoint, s.message(),
+               assembler_->upstream_error().empty() ? "" : ": ",
+               RedactSecrets(assembler_->upstream_error(), ApiKeys(*ctx_)));
+  std::string message =
+      fmt::format("The model server's response stream failed; request id {}.", base_request_id_);
   if (codec_) {  // the Anthropic front maps an upstream 502 to its own shape
     codec_->SendBody(*writer_, kBadGateway, BadGatewayBody(message), RoutedHeaders());
   } else {

@@ -186,7 +186,11 @@ TEST(AnthropicStream, CutMidwayBecomesAnErrorEvent) {
   ev = Parse(Feed(upstream_error,
                   {Chunk(R"({"content":"a"})"), R"({"error":{"message":"boom","code":500}})"}));
   EXPECT_EQ(ev.back().first, "error");
-  EXPECT_EQ(ev.back().second.at("error").at("message"), "boom");
+  // The gateway's words, not the upstream's (fuzz/anthropic_response_fuzz.cc's seeds carry
+  // an upstream message with an address).
+  EXPECT_EQ(ev.back().second.at("error").at("message"),
+            "The model server failed during the stream.");
+  EXPECT_EQ(ev.back().second.at("error").at("type"), "api_error");
 }
 
 TEST(AnthropicResponse, TextAndUsage) {
@@ -239,6 +243,20 @@ TEST(AnthropicResponse, UpstreamErrorsInAnthropicShape) {
   auto garbage = TranslateResponse(200, "{\"choices\":[]}", Ctx());
   EXPECT_EQ(garbage.status, 502);
   EXPECT_EQ(json::parse(garbage.body).at("error").at("type"), "api_error");
+}
+
+// An upstream error body that is not JSON (a proxy's page, bytes that are not UTF-8) is
+// not quoted: the client gets valid JSON in Anthropic's shape with the gateway's words
+// (found by fuzz/anthropic_response_fuzz.cc: the raw bytes made the body invalid JSON).
+TEST(AnthropicResponse, UpstreamErrorBodyThatIsNotJsonIsNotQuoted) {
+  auto r = TranslateResponse(400, "\xec\xec<html>proxy at 10.0.0.7</html>", Ctx());
+  EXPECT_EQ(r.status, 400);
+  boost::system::error_code ec;
+  auto v = json::parse(r.body, ec);
+  ASSERT_FALSE(ec) << r.body;
+  EXPECT_EQ(v.at("error").at("type"), "invalid_request_error");
+  EXPECT_EQ(v.at("error").at("message"), "upstream answered HTTP 400 without an error message");
+  EXPECT_EQ(r.body.find("10.0.0.7"), std::string::npos);
 }
 
 }  // namespace

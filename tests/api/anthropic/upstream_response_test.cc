@@ -54,6 +54,18 @@ TEST(UpstreamResponseTest, ErrorsMapToOpenAiShape) {
   EXPECT_EQ(MessagesResponseToOpenAi(200, "not json", 0).status, 502);
 }
 
+// A provider's error body that is not JSON is not quoted to the client (valid JSON, the
+// gateway's words; see messages_response.cc).
+TEST(UpstreamResponseTest, ErrorBodyThatIsNotJsonIsNotQuoted) {
+  auto r = MessagesResponseToOpenAi(500, "\xff\xfe<h1>upstream 10.0.0.7 down</h1>", 0);
+  EXPECT_EQ(r.status, 500);
+  boost::system::error_code ec;
+  auto v = json::parse(r.body, ec);
+  ASSERT_FALSE(ec) << r.body;
+  EXPECT_EQ(v.at("error").at("message"), "upstream answered HTTP 500 without an error message");
+  EXPECT_EQ(r.body.find("10.0.0.7"), std::string::npos);
+}
+
 std::vector<std::string> Feed(MessagesStreamDecoder& d, const std::string& event,
                               const std::string& data) {
   std::vector<std::string> out;

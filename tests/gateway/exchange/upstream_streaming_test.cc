@@ -356,9 +356,28 @@ TEST_F(UpstreamStreamingTest, ErrorEventMidStreamIs502) {
   auto r = Post(kChat);
   EXPECT_EQ(r.status, 502) << r.body;
   const json::value body = json::parse(r.body);
-  EXPECT_NE(std::string(body.at("error").at("message").as_string()).find("engine died"),
-            std::string::npos);
+  // The gateway's words with the request id; the upstream's only in the log.
+  std::string message(body.at("error").at("message").as_string());
+  EXPECT_EQ(message.find("engine died"), std::string::npos) << message;
+  EXPECT_NE(message.find("request id"), std::string::npos) << message;
   EXPECT_EQ(body.at("error").at("type"), "api_error");
+}
+
+// A client that streams gets the upstream's error event replaced by the gateway's own:
+// the status class (5xx -> code 502, api_error) and the request id, not the upstream's
+// words.
+TEST_F(UpstreamStreamingTest, ErrorEventRelayedToAStreamingClientIsTheGatewaysOwn) {
+  StartWith(Script::kErrorEvent);
+  auto r = Post(R"({"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body.find("engine died"), std::string::npos) << r.body;
+  size_t at = r.body.find("data: {\"error\"");
+  ASSERT_NE(at, std::string::npos) << r.body;
+  json::value err = json::parse(r.body.substr(at + 6, r.body.find("\n\n", at) - at - 6));
+  EXPECT_EQ(err.at("error").at("code"), 502) << r.body;
+  EXPECT_EQ(err.at("error").at("type"), "api_error");
+  EXPECT_NE(std::string(err.at("error").at("message").as_string()).find("request id"),
+            std::string::npos);
 }
 
 TEST_F(UpstreamStreamingTest, CutStreamIs502NotTruncated200) {
