@@ -22,6 +22,8 @@ struct CliOptions {
   std::string kv_events_config;  // vLLM's --kv-events-config JSON
   std::string kv_events_encoding = "map";
   std::string kv_events_hashes = "int";
+  std::string fault = "none";
+  std::string fault_metrics = "none";
 };
 
 // --kv-events-config and the two wire choices into server.kv_events; false on error.
@@ -42,6 +44,20 @@ bool ApplyKvEventsFlags(CliOptions& cli) {
   return true;
 }
 
+bool ApplyFaultFlags(CliOptions& cli) {
+  auto request = ParseRequestFault(cli.fault);
+  auto metrics = ParseMetricsFault(cli.fault_metrics);
+  for (const Status& s : {request.status(), metrics.status()}) {
+    if (!s.ok()) {
+      spdlog::error("{}", s.message());
+      return false;
+    }
+  }
+  cli.server.faults.request = *request;
+  cli.server.faults.metrics = *metrics;
+  return true;
+}
+
 int Run(CliOptions cli) {
   // Logs go to stderr; stdout carries only the "listening on" line that scripts read.
   spdlog::set_default_logger(spdlog::stderr_color_mt("engine-sim"));
@@ -50,7 +66,7 @@ int Run(CliOptions cli) {
     spdlog::error("{}", profile.status().message());
     return 2;
   }
-  if (!ApplyKvEventsFlags(cli)) return 2;
+  if (!ApplyKvEventsFlags(cli) || !ApplyFaultFlags(cli)) return 2;
   if (!(cli.server.time_scale > 0)) {
     spdlog::error("--time-scale must be > 0");
     return 2;
@@ -132,6 +148,21 @@ void RegisterCommand(CLI::App& app) {
                   "Block hashes as 64-bit ints (vLLM's default) or 32-byte strings "
                   "(VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=0): int | bytes")
       ->capture_default_str();
+  cmd->add_option("--fault", cli->fault,
+                  "Fail generation requests on purpose, for tests (enginesim/faults.h): none | "
+                  "crash-mid-stream | 5xx | reset | slow-first-byte | stall | wrong-usage; a "
+                  "request's x-engine-sim-fault header overrides it")
+      ->capture_default_str();
+  cmd->add_option("--fault-metrics", cli->fault_metrics, "Fail GET /metrics: none | fail | slow")
+      ->capture_default_str();
+  cmd->add_option("--fault-after-tokens", cli->server.faults.after_tokens,
+                  "Tokens a request gets before crash-mid-stream or stall strikes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--fault-delay-s", cli->server.faults.delay_s,
+                  "Wall seconds of slow-first-byte and of a slow /metrics")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([cli] { SetExitCode(Run(*cli)); });
 }
 

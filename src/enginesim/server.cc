@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <random>
 
@@ -170,9 +171,55 @@ bool EngineSimServer::Authorized(const http::Request& request, http::ResponseWri
 void EngineSimServer::HandleGenerate(bool chat, http::Request request,
                                      std::shared_ptr<http::ResponseWriter> writer) {
   if (!Authorized(request, *writer)) return;
-  auto parsed = chat ? ParseChatRequest(request.body) : ParseCompletionRequest(request.body);
+  RequestFault fault = options_.faults.request;
+  if (std::string_view named = request.headers.Find(kFaultHeader); !named.empty()) {
+    auto f = ParseRequestFault(named);
+    if (!f.ok()) return SendError(*writer, f.status());
+    fault = *f;
+  }
+  switch (fault) {
+    case RequestFault::kServerError:
+      return writer->Send(500, "application/json", FaultServerErrorBody());
+    case RequestFault::kReset:
+      return writer->Abort();
+    case RequestFault::kSlowFirstByte:
+      return After(options_.faults.delay_s,
+                   [this, chat, body = std::move(request.body), writer]() mutable {
+                     Generate(chat, body, std::move(writer), RequestFault::kNone);
+                   });
+    default:
+      return Generate(chat, request.body, std::move(writer), fault);
+  }
+}
+
+void EngineSimServer::Generate(bool chat, const std::string& body,
+                               std::shared_ptr<http::ResponseWriter> writer, RequestFault fault) {
+  auto parsed = chat ? ParseChatRequest(body) : ParseCompletionRequest(body);
   if (!parsed.ok()) return SendError(*writer, parsed.status());
-  Submit(std::move(*parsed), std::move(writer), std::nullopt);
+  Submit(std::move(*parsed), std::move(writer), std::nullopt, fault);
+}
+
+void EngineSimServer::After(double delay_s, std::function<void()> then) {
+  auto timer = std::make_shared<asio::steady_timer>(
+      io_, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+               std::chrono::duration<double>(delay_s)));
+  timer->async_wait([timer, then = std::move(then)](boost::system::error_code ec) {
+    if (!ec) then();
+  });
+}
+
+void EngineSimServer::MaybeStrike(Live& l) {
+  ++l.tokens;
+  if (l.stalled || l.tokens < options_.faults.after_tokens) return;
+  if (l.fault == RequestFault::kStall) {
+    spdlog::warn("fault stall: {} stops after {} tokens", l.meta.id, l.tokens);
+    l.stalled = true;
+  } else if (l.fault == RequestFault::kCrashMidStream) {
+    spdlog::error("fault crash-mid-stream: exiting after {} tokens of {}", l.tokens, l.meta.id);
+    l.stalled = true;
+    // Long enough for the tokens already written to leave, as a killed vLLM's would have.
+    After(0.2, [] { std::_Exit(70); });
+  }
 }
 
 void EngineSimServer::HandleMessages(http::Request request,
@@ -187,7 +234,8 @@ void EngineSimServer::HandleMessages(http::Request request,
 }
 
 void EngineSimServer::Submit(GenerationRequest g, std::shared_ptr<http::ResponseWriter> writer,
-                             std::optional<api::anthropic::ResponseContext> anthropic) {
+                             std::optional<api::anthropic::ResponseContext> anthropic,
+                             RequestFault fault) {
   const bool chat = g.chat;
   const engine::HardwareProfile& profile = engine_.profile();
   if (Status s = ResolveRequest(g, options_.served_model_name, profile.max_model_len); !s.ok()) {
@@ -212,6 +260,7 @@ void EngineSimServer::Submit(GenerationRequest g, std::shared_ptr<http::Response
   live.meta.chat = chat;
   live.stream = g.stream;
   live.include_usage = g.include_usage;
+  live.fault = fault;
   if (anthropic && g.stream) live.translator.emplace(*anthropic);
   live.anthropic = std::move(anthropic);
   if (g.stream) {
@@ -281,13 +330,24 @@ void EngineSimServer::HandleModels(std::shared_ptr<http::ResponseWriter> writer)
 }
 
 void EngineSimServer::HandleMetrics(std::shared_ptr<http::ResponseWriter> writer) {
+  switch (options_.faults.metrics) {
+    case MetricsFault::kFail:
+      return writer->Send(500, "", "");
+    case MetricsFault::kSlow:
+      return After(options_.faults.delay_s, [this, writer] { SendMetrics(*writer); });
+    default:
+      return SendMetrics(*writer);
+  }
+}
+
+void EngineSimServer::SendMetrics(http::ResponseWriter& writer) {
   // Prometheus text exposition format (prometheus.io/docs/instrumenting/exposition_formats),
   // under the content type vLLM 0.32's prometheus_client sends.
   engine::EngineMetrics m = engine_.metrics();
   m.created_unix_s = started_unix_s_;
-  writer->Send(200, "text/plain; version=1.0.0; charset=utf-8",
-               engine::RenderPrometheus(m, engine_.profile(), options_.served_model_name,
-                                        options_.engine_label));
+  writer.Send(200, "text/plain; version=1.0.0; charset=utf-8",
+              engine::RenderPrometheus(m, engine_.profile(), options_.served_model_name,
+                                       options_.engine_label));
 }
 
 void EngineSimServer::Drive(bool continuing) {
@@ -333,6 +393,8 @@ void EngineSimServer::Deliver(const engine::StepOutput& out) {
     auto it = live_.find(t.request_id);
     if (it == live_.end()) continue;
     Live& l = it->second;
+    if (l.stalled) continue;
+    if (l.fault != RequestFault::kNone) MaybeStrike(l);
     if (!l.stream) {
       l.text += t.text;
       continue;
@@ -357,6 +419,7 @@ void EngineSimServer::Deliver(const engine::StepOutput& out) {
     auto it = live_.find(f.request_id);
     if (it == live_.end()) continue;
     Live& l = it->second;
+    if (l.stalled) continue;  // the connection stays open until the client leaves
     if (f.reason == engine::FinishReason::kAbort) {
       // Aborted by the engine itself, not by the client (which would have left live_).
       Status aborted(ErrorCode::kInternal, "The request was aborted.");
@@ -380,7 +443,10 @@ void EngineSimServer::Deliver(const engine::StepOutput& out) {
       std::string tail;
       if (l.meta.chat && !l.role_sent) tail += Emit(l, FormatRoleChunk(l.meta));
       if (!l.finish_sent) tail += Emit(l, FormatTokenChunk(l.meta, "", reason, !l.include_usage));
-      if (l.include_usage) tail += Emit(l, FormatUsageChunk(l.meta, usage));
+      if (l.include_usage) {
+        std::string chunk = FormatUsageChunk(l.meta, usage);
+        tail += Emit(l, l.fault == RequestFault::kWrongUsage ? WithWrongUsage(chunk) : chunk);
+      }
       tail += Emit(l, "[DONE]");
       l.writer->Write(std::move(tail));
       l.writer->End();
@@ -389,7 +455,9 @@ void EngineSimServer::Deliver(const engine::StepOutput& out) {
                                                  *l.anthropic);
       l.writer->Send(r.status, "application/json", std::move(r.body));
     } else {
-      l.writer->Send(200, "application/json", FormatResponse(l.meta, l.text, reason, usage));
+      std::string body = FormatResponse(l.meta, l.text, reason, usage);
+      if (l.fault == RequestFault::kWrongUsage) body = WithWrongUsage(body);
+      l.writer->Send(200, "application/json", std::move(body));
     }
     live_.erase(it);
   }

@@ -23,11 +23,15 @@
 // configured. The first batch (sequence 0) of every process is AllBlocksCleared: a
 // restarted engine-sim tells subscribers its cache is empty.
 //
+// Faults: options.faults (enginesim/faults.h) make it fail on purpose, for tests of what a
+// gateway does about vLLM failures.
+//
 // Thread-safety: everything runs on one io_context that must be run by ONE thread.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +40,7 @@
 #include "api/anthropic/messages_response.h"
 #include "common/clock.h"
 #include "engine/engine.h"
+#include "enginesim/faults.h"
 #include "enginesim/kv_events_config.h"
 #include "enginesim/openai_api.h"
 #include "http/server.h"
@@ -56,6 +61,7 @@ struct EngineSimOptions {
   std::string tls_key_file;
   std::string required_api_key;  // empty: no key needed (`--require-api-key`)
   KvEventsConfig kv_events;      // `--kv-events-config` and friends; off by default
+  FaultOptions faults;           // `--fault` and friends; none by default
 };
 
 class EngineSimServer {
@@ -84,20 +90,31 @@ class EngineSimServer {
     // /v1/messages: the answer is translated to Anthropic's shapes.
     std::optional<api::anthropic::ResponseContext> anthropic;
     std::optional<api::anthropic::StreamTranslator> translator;  // streamed ones
+    RequestFault fault = RequestFault::kNone;
+    int tokens = 0;        // tokens generated so far
+    bool stalled = false;  // stall / crash fault struck: nothing more is written
   };
 
   void HandleGenerate(bool chat, http::Request request,
                       std::shared_ptr<http::ResponseWriter> writer);
+  void Generate(bool chat, const std::string& body, std::shared_ptr<http::ResponseWriter> writer,
+                RequestFault fault);
   void HandleMessages(http::Request request, std::shared_ptr<http::ResponseWriter> writer);
   // Admits a parsed request and registers its response. `anthropic`: answer a Messages call.
   void Submit(GenerationRequest g, std::shared_ptr<http::ResponseWriter> writer,
-              std::optional<api::anthropic::ResponseContext> anthropic);
+              std::optional<api::anthropic::ResponseContext> anthropic,
+              RequestFault fault = RequestFault::kNone);
+  // A stall or crash fault strikes `l` once it generated enough tokens.
+  void MaybeStrike(Live& l);
+  // Calls `then` after `delay_s` wall seconds.
+  void After(double delay_s, std::function<void()> then);
   // One chunk's JSON (or "[DONE]") as the bytes to stream to `l`'s client.
   static std::string Emit(Live& l, const std::string& data);
   bool Authorized(const http::Request& request, http::ResponseWriter& writer);
   void HandleModels(std::shared_ptr<http::ResponseWriter> writer);
   void HandleTokenize(http::Request request, std::shared_ptr<http::ResponseWriter> writer);
   void HandleMetrics(std::shared_ptr<http::ResponseWriter> writer);
+  void SendMetrics(http::ResponseWriter& writer);
   void PublishKvEvents(std::vector<kv::KvEvent> events);
   void SendError(http::ResponseWriter& writer, const Status& status, bool anthropic = false);
   void OnClientGone(const std::string& id);

@@ -1,6 +1,7 @@
 #include "api/openai/response.h"
 
 #include <boost/json/parse.hpp>
+#include <cstdint>
 
 namespace kinference::api {
 namespace json = boost::json;
@@ -19,18 +20,30 @@ bool NonEmptyString(const json::object& o, std::string_view key) {
   return v && v->is_string() && !v->get_string().empty();
 }
 
+// A token count: absent or null -> 0; nullopt unless an integer in 0..INT32_MAX.
+std::optional<int> Count(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (!v || v->is_null()) return 0;
+  if (v->is_int64() && v->get_int64() >= 0 && v->get_int64() <= INT32_MAX)
+    return static_cast<int>(v->get_int64());
+  if (v->is_uint64() && v->get_uint64() <= INT32_MAX) return static_cast<int>(v->get_uint64());
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<Usage> ParseUsage(const json::object& response) {
   const auto* u = response.if_contains("usage");
   if (!u || !u->is_object()) return std::nullopt;
   const json::object& usage = u->get_object();
-  Usage out;
-  out.prompt_tokens = IntField(usage, "prompt_tokens");
-  out.completion_tokens = IntField(usage, "completion_tokens");
+  std::optional<int> prompt = Count(usage, "prompt_tokens");
+  std::optional<int> completion = Count(usage, "completion_tokens");
+  std::optional<int> cached = 0;
   if (const auto* d = usage.if_contains("prompt_tokens_details"); d && d->is_object())
-    out.cached_tokens = IntField(d->get_object(), "cached_tokens");
-  return out;
+    cached = Count(d->get_object(), "cached_tokens");
+  if (!prompt || !completion || !cached || *cached > *prompt) return std::nullopt;
+  return Usage{
+      .prompt_tokens = *prompt, .cached_tokens = *cached, .completion_tokens = *completion};
 }
 
 StreamChunk ParseStreamChunk(std::string_view data, json::storage_ptr sp) {
@@ -57,7 +70,8 @@ ChunkInfo InspectChunk(const StreamChunk& chunk) {
   info.usage = ParseUsage(o);
   const auto* choices = o.if_contains("choices");
   const json::array* arr = choices ? choices->if_array() : nullptr;
-  if (info.usage && (!arr || arr->empty())) info.usage_only = true;
+  const auto* u = o.if_contains("usage");
+  if (u && u->is_object() && (!arr || arr->empty())) info.usage_only = true;
   if (!arr) return info;
   for (const auto& c : *arr) {
     const auto* choice = c.if_object();

@@ -25,7 +25,10 @@ struct Usage {
 };
 
 // usage.{prompt_tokens, prompt_tokens_details.cached_tokens, completion_tokens} of a
-// response or chunk object; nullopt when `usage` is absent or null.
+// response or chunk object (absent counts are 0); nullopt when `usage` is absent or null,
+// and when it cannot be right: a count that is not an integer in 0..2^31-1, or more
+// cached than prompt tokens (an upstream's bug must not make the gateway's token counters
+// go down or jump by 2^40: such usage is not counted; docs/reliability.md, wrong usage).
 std::optional<Usage> ParseUsage(const boost::json::object& response);
 
 // One upstream SSE event's data, parsed once for every stage that reads it (InspectChunk,
@@ -43,7 +46,7 @@ struct ChunkInfo {
   bool done = false;         // the `[DONE]` sentinel
   bool parsed = false;       // data was a JSON object
   bool has_content = false;  // a choice carries non-empty content/text/tool calls
-  bool usage_only = false;   // the final usage chunk: empty choices, usage set
+  bool usage_only = false;   // the final usage chunk: empty choices, a usage object (valid or not)
   std::optional<Usage> usage;
   std::string content;  // delta.content of choice 0 (a chat chunk's reply text)
 };

@@ -31,6 +31,27 @@ TEST(InspectChunk, ClassifiesChunks) {
   EXPECT_FALSE(InspectChunk("garbage").parsed);
 }
 
+// Usage that cannot be right (engine-sim --fault wrong-usage sends all of these) is not
+// taken: a count beyond int32, a negative count, more cached than prompt tokens. The
+// chunk is still the usage-only chunk (so a client that did not ask for usage does not
+// get it).
+TEST(InspectChunk, ImpossibleUsageIsNotTaken) {
+  for (
+      const char* usage :
+      {R"({"prompt_tokens":1099511627776,"completion_tokens":3})",
+       R"({"prompt_tokens":10,"completion_tokens":-7})",
+       R"({"prompt_tokens":10,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":11}})",
+       R"({"prompt_tokens":"10","completion_tokens":3})", R"({"prompt_tokens":1.5})"}) {
+    auto info = InspectChunk(std::string(R"({"choices":[],"usage":)") + usage + "}");
+    EXPECT_FALSE(info.usage.has_value()) << usage;
+    EXPECT_TRUE(info.usage_only) << usage;
+  }
+  auto ok = InspectChunk(R"({"choices":[],"usage":{"prompt_tokens":2147483647,)"
+                         R"("completion_tokens":0,"prompt_tokens_details":null}})");
+  ASSERT_TRUE(ok.usage.has_value());
+  EXPECT_EQ(ok.usage->prompt_tokens, 2147483647);
+}
+
 TEST(InspectChunk, ReplyTextOfChoiceZero) {
   EXPECT_EQ(InspectChunk(R"({"choices":[{"index":0,"delta":{"content":" hi"}}]})").content, " hi");
   EXPECT_EQ(InspectChunk(R"({"choices":[{"index":1,"delta":{"content":"other"}}]})").content, "");
