@@ -77,7 +77,8 @@ FUZZ_SECONDS ?= 60
 fuzz: deps
 	JOBS=$(JOBS) bash scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
 
-# The whole CTest suite built with ASan and UBSan in build-asan (scripts/test_asan.sh).
+# The CTest suite built with ASan and UBSan in build-asan, less the suites against real
+# vLLM, a real Kubernetes API server and Prometheus (scripts/test_asan.sh says why).
 test-asan: deps
 	bash scripts/test_asan.sh build-asan $(JOBS)
 
