@@ -37,8 +37,11 @@ std::optional<std::string> ReplaceUpstreamStreamError(std::string_view data,
   const boost::json::object* o = ec ? nullptr : v.if_object();
   if (!o) return std::nullopt;
   const boost::json::value* code = nullptr;
+  bool overloaded = false;
   if (const auto* e = o->if_contains("error"); e && !e->is_null()) {
     code = e->is_object() ? e->get_object().if_contains("code") : nullptr;
+    const auto* type = e->is_object() ? e->get_object().if_contains("type") : nullptr;
+    overloaded = type && type->is_string() && type->get_string() == "overloaded_error";
   } else if (const auto* obj = o->if_contains("object");
              obj && obj->is_string() && obj->get_string() == "error") {
     code = o->if_contains("code");
@@ -48,14 +51,22 @@ std::optional<std::string> ReplaceUpstreamStreamError(std::string_view data,
   int upstream = 500;
   if (code && code->is_int64() && code->get_int64() >= 400 && code->get_int64() <= 599)
     upstream = static_cast<int>(code->get_int64());
-  int status = upstream < 500 || upstream == 503 || upstream == 504 ? upstream : 502;
+  // Overload keeps its class (as for a whole error body): 503 overloaded_error.
+  overloaded = overloaded || upstream == 529;
+  int status = overloaded                                             ? 503
+               : upstream < 500 || upstream == 503 || upstream == 504 ? upstream
+                                                                      : 502;
   std::string message =
       fmt::format("The model server {} during the stream (upstream status {}xx); request id {}.",
-                  upstream < 500 ? "rejected the request" : "failed", upstream / 100, request_id);
-  boost::json::object error{{"message", message},
-                            {"type", upstream < 500 ? "invalid_request_error" : "api_error"},
-                            {"param", nullptr},
-                            {"code", status}};
+                  overloaded       ? "was overloaded"
+                  : upstream < 500 ? "rejected the request"
+                                   : "failed",
+                  upstream / 100, request_id);
+  const char* type = overloaded       ? "overloaded_error"
+                     : upstream < 500 ? "invalid_request_error"
+                                      : "api_error";
+  boost::json::object error{
+      {"message", message}, {"type", type}, {"param", nullptr}, {"code", status}};
   return boost::json::serialize(boost::json::object{{"error", std::move(error)}});
 }
 

@@ -24,9 +24,10 @@ std::string OpenAiErrorBody(const Status& status, int http_status);
 // OpenAI's shape, with the upstream's status class and the request id, never the
 // upstream's words (they may carry a key or an internal address; the caller logs them
 // redacted). `code` is the upstream's `code` when it is an HTTP status 400..599 (else
-// 500), mapped as for a whole error response: 4xx, 503 and 504 as they are, other 5xx ->
-// 502; `type` invalid_request_error for 4xx, api_error for 5xx. nullopt for data that
-// is not such an error (a chunk, "[DONE]", bytes that are not JSON).
+// 500), mapped as for a whole error response: overload (type overloaded_error, or 529)
+// -> 503 overloaded_error; 4xx, 503 and 504 as they are, other 5xx -> 502; `type`
+// invalid_request_error for 4xx, api_error for 5xx. nullopt for data that is not such an
+// error (a chunk, "[DONE]", bytes that are not JSON).
 std::optional<std::string> ReplaceUpstreamStreamError(std::string_view data,
                                                       std::string_view request_id);
 

@@ -49,6 +49,10 @@ TEST(ReplaceUpstreamStreamError, KeepsTheClassDropsTheUpstreamWords) {
   EXPECT_EQ(boost::json::parse(*four).at("error").at("code"), 400);
   auto busy = ReplaceUpstreamStreamError(R"({"error":{"message":"x","code":503}})", "r");
   EXPECT_EQ(boost::json::parse(*busy).at("error").at("code"), 503);
+  auto overloaded = ReplaceUpstreamStreamError(
+      R"({"error":{"type":"overloaded_error","message":"Overloaded","code":503}})", "r");
+  EXPECT_EQ(boost::json::parse(*overloaded).at("error").at("type"), "overloaded_error");
+  EXPECT_EQ(boost::json::parse(*overloaded).at("error").at("code"), 503);
   auto no_code = ReplaceUpstreamStreamError(R"({"error":"plain text"})", "r");
   EXPECT_EQ(boost::json::parse(*no_code).at("error").at("code"), 502);
 
