@@ -26,10 +26,13 @@ double TtftPredictor::PriorWork(const TtftFeatures& f) {
 
 double TtftPredictor::shape() const { return learn_shape_ ? r_ : 1.0; }
 
+double TtftPredictor::fixed_cost() const { return learn_shape_ ? t0_ : kPrior[0]; }
+
 double TtftPredictor::scale() const { return std::clamp(sum_gy_ / sum_gg_, kMinScale, kMaxScale); }
 
 TtftPredictor::Vec TtftPredictor::coefficients() const {
   Vec c = kPrior;
+  c[0] = fixed_cost();
   for (int i = 1; i < kDim; ++i) c[i] *= scale();
   c[2] *= shape();
   return c;
@@ -44,7 +47,7 @@ double TtftPredictor::Work(const TtftFeatures& f) const { return scale() * Shape
 
 TtftPrediction TtftPredictor::Predict(const TtftFeatures& f) const {
   TtftPrediction out;
-  out.ttft_s = kPrior[0] + Work(f);
+  out.ttft_s = fixed_cost() + Work(f);
   out.queue_wait_s = std::clamp(scale() * kPrior[1] * std::max(0.0, f.work_ahead_tokens) / 1000.0,
                                 0.0, out.ttft_s);
   return out;
@@ -67,24 +70,59 @@ void TtftPredictor::SolveShape() {
   r_ = std::clamp(lambda * (b / a) + (1 - lambda), kMinShape, kMaxShape);
 }
 
+double TtftPredictor::RobustWeight(double residual_s, double predicted_s) {
+  const double e = std::abs(residual_s);
+  if (spread_s_ < 0) {  // the first observation sets the scale
+    spread_s_ = e;
+    return 1.0;
+  }
+  const double limit = std::max(kHuberK * spread_s_, kHuberFloor * predicted_s);
+  const double w = e > limit && e > 0 ? limit / e : 1.0;
+  // The spread follows the errors, each clipped at twice the limit, so one outlier
+  // moves it little while a lasting change (the endpoint slowed down) raises it within
+  // tens of observations and the new level stops being down-weighted.
+  spread_s_ = kSpreadForgetting * spread_s_ + (1 - kSpreadForgetting) * std::min(e, 2 * limit);
+  return w;
+}
+
 void TtftPredictor::Observe(const TtftFeatures& f, double observed_s) {
   if (!std::isfinite(observed_s) || observed_s < 0) return;
-  const double y = std::max(0.0, observed_s - kPrior[0]);
+  const double predicted = Predict(f).ttft_s;
+  const double w = RobustWeight(observed_s - predicted, predicted);
+  ++n_;
+  const bool unqueued = f.work_ahead_tokens <= 0.02 * std::max(0.0, f.uncached_tokens);
+  const double work = Work(f);
+  if (learn_shape_ && unqueued) {
+    if (work <= kFixedShare * observed_s) {
+      // Fixed cost: what the learned per-token cost leaves of an unqueued TTFT that it
+      // explains less than half of (so an error in the speed moves the estimate by less
+      // than the error itself). An exponential average whose step is capped at a
+      // fraction of the spread, so that an outlier moves it by at most the cap and even
+      // one-sided stalls bias it little (a median-like location estimate).
+      const double cap = kFixedStepCap * spread_s_;
+      t0_ += std::clamp(kFixedGain * (observed_s - work - t0_), -cap, cap);
+      t0_ = std::clamp(t0_, 0.0, kMaxFixedCost);
+    } else {
+      // Work-dominated: the data cannot tell the fixed cost from the speed (with every
+      // prompt alike they are collinear); drift back to the prior.
+      t0_ += (1 - kForgetting) * (kPrior[0] - t0_);
+    }
+  }
+  const double y = std::max(0.0, observed_s - fixed_cost());
   // Speed: weighted least squares of y = s * g (g: the prior's cost with the learned
   // shape) with forgetting; the prior is a pseudo-observation (g = y = 1 s) that is
   // never forgotten, so the fit cannot run away.
   const double g = ShapedWork(f);
-  sum_gy_ = kForgetting * (sum_gy_ - kPriorWeight) + g * y + kPriorWeight;
-  sum_gg_ = kForgetting * (sum_gg_ - kPriorWeight) + g * g + kPriorWeight;
-  ++n_;
-  if (!learn_shape_ || f.work_ahead_tokens > 0.02 * std::max(0.0, f.uncached_tokens)) return;
+  sum_gy_ = kForgetting * (sum_gy_ - kPriorWeight) + w * g * y + kPriorWeight;
+  sum_gg_ = kForgetting * (sum_gg_ - kPriorWeight) + w * g * g + kPriorWeight;
+  if (!learn_shape_ || !unqueued) return;
   Vec x = Features(f);
   const double u = kPrior[1] * x[1] + kPrior[3] * x[3], v = kPrior[2] * x[2];
-  suu_ = kForgetting * suu_ + u * u;
-  suv_ = kForgetting * suv_ + u * v;
-  svv_ = kForgetting * svv_ + v * v;
-  suy_ = kForgetting * suy_ + u * y;
-  svy_ = kForgetting * svy_ + v * y;
+  suu_ = kForgetting * suu_ + w * u * u;
+  suv_ = kForgetting * suv_ + w * u * v;
+  svv_ = kForgetting * svv_ + w * v * v;
+  suy_ = kForgetting * suy_ + w * u * y;
+  svy_ = kForgetting * svy_ + w * v * y;
   SolveShape();
 }
 

@@ -20,12 +20,14 @@
 // observations), plus a never-forgotten pseudo-observation g = y = 1 s (the prior,
 // s = 1); s is clamped to [0.001, 20] (a tiny model on a CPU prefills ~80x faster per
 // token than the prior: s ~ 0.013; the bound was 0.05 before the CPU profile showed
-// that). t0 stays at its prior: the fixed cost is small next to prefill, and
-// learning it too made the fit noisier (measured: independent 0.15 req/s TTFT p90 9.2 s
-// against 7.8 s; multiturn 0.5 req/s 2.9 / 32 s against 1.9 / 27 s).
+// that). t0 is learned with the shape (below) from unqueued observations; learning it
+// by a free joint fit with s on every observation made routing worse (measured:
+// independent 0.15 req/s TTFT p90 9.2 s against 7.8 s; multiturn 0.5 req/s 2.9 / 32 s
+// against 1.9 / 27 s).
 //
 // Prior (the shape, and the speed before any observation):
-//   t0 = 0.05 s: HTTP, tokenization, scheduling and one forward step are tens of ms.
+//   t0 = 0.05 s: HTTP, tokenization, scheduling and one forward step are tens of ms on a
+//     GPU (learned per endpoint: below).
 //   c_prefill = 0.25 s per 1000 tokens (4000 tokens/s): a 70B model on 4 A100s at ~50%
 //     MFU prefills ~4.5k tokens/s (2*70e9 FLOP/token vs 4*312 TFLOP/s, A100 datasheet);
 //     an 8B model on one GPU is faster, so the prior errs slow.
@@ -39,26 +41,49 @@
 //     routing worse (independent 0.15 req/s p90 8.3 s against 7.8 s), so it is not used.
 // Predictions are >= t0 and monotone in every feature.
 //
-// Shape (learn_shape, the default): the prior's split of the cost between prefill and
-// attention came from the same assumptions as the simulator's engine model, and real
-// engines differ in shape, not only in speed: vLLM on a CPU spends ~3.6x its linear
-// prefill cost on attention at 2k tokens (cold 2k-token TTFT 30-40 ms, 4k 125 ms;
-// docs/engine-model.md, cpu-qwen2-tiny), the prior 0.03x. So attention gets a factor r
-// relative to the rest: TTFT = t0 + s * [c_prefill (W+U)/1000 + r c_attn A + c_run R],
-// A = U (C + U/2) / 32768 / 1000, and s is the one-factor fit above on that shape.
-// r is learned from the observations that had nothing queued ahead (W below 2% of U):
-// their features are what the request was, not an estimate that itself depends on r
-// (W is in tokens at the learned prefill rate, which counts the queued requests'
-// attention with r; fitting r on queued observations fed back through W and ran away:
-// 12 s TTFTs predicted as 68 s in the router's queueing test). On those, y = TTFT - t0
-// is fitted as a u + b v (u the prefill and running components, v the attention one)
-// by ridge regression towards the data's own best one-factor fit, the penalty
-// kShapeKappa x each component's decayed sum of squares (relative to the data: a term
-// the data pins down follows it to within kappa / (1 + kappa); prefill and attention
-// moving together keep the prior's ratio); r = b / a, blended towards 1 with weight
-// kPriorWeight / (data + kPriorWeight) while the data weigh little, clamped to
-// [kMinShape, kMaxShape]. A 2x2 solve from decayed sums, never a recursive update.
-// Without learn_shape, r = 1.
+// Shape and fixed cost (learn_shape, the default): the prior's split of the cost between
+// a fixed part, prefill and attention came from the same assumptions as the simulator's
+// engine model, and real engines differ in shape, not only in speed: vLLM on a CPU spends
+// ~3.6x its linear prefill cost on attention at 2k tokens (cold 2k-token TTFT 30-40 ms,
+// 4k 125 ms; docs/engine-model.md, cpu-qwen2-tiny), the prior 0.03x; and it pays ~1 s per
+// request even when the whole prompt is cached (vLLM 0.32 CPU, tiny model, loaded 2-core
+// machine; docs/real-vllm.md), the prior 50 ms. So the fixed cost t0 is learned, and
+// attention gets a factor r relative to the rest:
+//   TTFT = t0 + s * [c_prefill (W+U)/1000 + r c_attn A + c_run R],
+//   A = U (C + U/2) / 32768 / 1000,
+// with s the one-factor fit above on that shape (of TTFT - t0). t0 and r are learned from
+// the observations that had nothing queued ahead (W below 2% of U): their features are
+// what the request was, not an estimate that itself depends on r (W is in tokens at the
+// learned prefill rate, which counts the queued requests' attention with r; fitting r on
+// queued observations fed back through W and ran away: 12 s TTFTs predicted as 68 s in
+// the router's queueing test).
+// t0: from an unqueued TTFT whose learned work s g explains at most kFixedShare of it,
+// t0 moves towards TTFT - s g by kFixedGain of the difference, each step capped at
+// kFixedStepCap spreads (below), so an outlier moves it by the cap at most and one-sided
+// stalls bias it little. An unqueued TTFT that the work explains mostly (prefill-
+// dominated: with every prompt alike t0 and s are collinear, and a free joint fit of both
+// made routing worse, above) moves t0 back towards the prior by 1 - kForgetting. So a
+// TTFT the per-token cost cannot explain at the learned speed goes to t0 (1 s for a
+// cached prompt of ~15 ms of work), one it can (10 s for 4 s of prior work) to s.
+// r: on the unqueued observations, y = TTFT - t0 is fitted as a u + b v (u the prefill and
+// running components, v the attention one) by ridge regression towards the data's own
+// best one-factor fit, the penalty kShapeKappa x each component's decayed sum of squares
+// (relative to the data: a term the data pins down follows it to within kappa / (1 +
+// kappa); prefill and attention moving together keep the prior's ratio); r = b / a,
+// blended towards 1 with weight kPriorWeight / (data + kPriorWeight) while the data weigh
+// little, clamped to [kMinShape, kMaxShape]. A 2x2 solve from decayed sums, never a
+// recursive update. Without learn_shape, r = 1 and t0 = 50 ms (the speed-only model).
+// Measured (ttft_predictor_test, virtual time): an engine with a 1 s fixed cost, 7 in 8
+// requests cached, 10% of TTFTs 5x stalls: cached requests predicted within 4% (with
+// t0 = 50 ms: 92% off), cold ones 35% (61%); a 20 ms engine: t0 31 ms.
+//
+// Robustness: a TTFT far from the prediction (a stall, a queue the router could not see)
+// counts with a Huber weight: 1 while |error| <= max(kHuberK x spread, kHuberFloor x
+// prediction), limit / |error| beyond, in the speed and shape fits; the spread is a decayed mean of
+// |error| (forgetting kSpreadForgetting), each clipped at twice the limit, so an outlier
+// moves the fit by a bounded amount and a lasting change is followed within tens of
+// observations. State is a fixed set of numbers: memory does not grow with observations;
+// results depend only on the observations and their order (deterministic in virtual time).
 //
 // Thread-safety: not thread-safe; owned by the Router.
 #pragma once
@@ -95,6 +120,8 @@ class TtftPredictor {
   double scale() const;
   // The learned attention-to-prefill factor r (1 = the prior's shape).
   double shape() const;
+  // The learned fixed cost t0 (seconds; the prior's 50 ms without learn_shape).
+  double fixed_cost() const;
   int observations() const { return n_; }
   // The learned cost of `f` without t0 (seconds): predicted TTFT - t0.
   double Work(const TtftFeatures& f) const;
@@ -109,20 +136,37 @@ class TtftPredictor {
   static constexpr double kMinScale = 1e-3, kMaxScale = 20;
   static constexpr double kShapeKappa = 0.01;
   static constexpr double kMinShape = 1e-3, kMaxShape = 1e3;
+  // Fixed cost: learned from unqueued TTFTs of which the learned work explains at most
+  // kFixedShare, by steps of kFixedGain x the error capped at kFixedStepCap spreads;
+  // bounded by kMaxFixedCost (seconds; above any unqueued TTFT measured: ~1 s on vLLM CPU
+  // under heavy load).
+  static constexpr double kFixedShare = 0.5, kFixedGain = 0.2, kFixedStepCap = 0.05;
+  static constexpr double kMaxFixedCost = 30.0;
+  // Huber weights: 2.5 spreads (a spread being the mean |error|, ~0.8 standard deviations
+  // for normal errors: ~2 sigma), never below 25% of the prediction (noise-free data would
+  // otherwise shrink the spread to 0 and down-weight every change); the spread's memory is
+  // ~10 observations.
+  static constexpr double kHuberK = 2.5, kHuberFloor = 0.25;
+  static constexpr double kSpreadForgetting = 0.9;
 
  private:
   void SolveShape();
+  // The Huber weight of an observation with this error (observed - predicted); updates the
+  // spread.
+  double RobustWeight(double residual_s, double predicted_s);
   // The prior's cost of `f` without t0, with attention weighted by the learned shape.
   double ShapedWork(const TtftFeatures& f) const;
 
   bool learn_shape_;
   double sum_gy_ = kPriorWeight;  // one-factor fit: decayed sums, prior included
   double sum_gg_ = kPriorWeight;
-  // Shape fit, on observations with nothing queued: decayed sums of u^2, u v, v^2, u y,
-  // v y with u = the prefill and running components, v = the attention component (prior
-  // costs, seconds), y = TTFT - t0.
+  double t0_ = 0.05;  // the learned fixed cost; starts at the prior's
+  // Shape fit, on observations with nothing queued: decayed weighted sums of u^2, u v,
+  // v^2, u y, v y with u = the prefill and running components, v = the attention
+  // component (prior costs, seconds), y = TTFT - t0.
   double suu_ = 0, suv_ = 0, svv_ = 0, suy_ = 0, svy_ = 0;
-  double r_ = 1;  // solved after each unqueued observation
+  double r_ = 1;          // solved after each unqueued observation
+  double spread_s_ = -1;  // mean |error|; < 0 before the first observation
   int n_ = 0;
 };
 

@@ -299,6 +299,52 @@ TEST_F(RouterTest, WarmIdleEndpointBeatsColdIdleForLongSharedPrompt) {
   EXPECT_LT(Cand(d, "b").predicted_ttft_s, Cand(d, "a").predicted_ttft_s / 4);
 }
 
+// An engine that pays 1 s per request whatever the cache (vLLM's CPU build on a loaded
+// machine, docs/real-vllm.md) and little per token: the router learns the fixed cost from
+// the TTFTs and still sends each shared prefix where it is cached, because the per-token
+// part still separates a hit from a miss. One request at a time (nothing queued).
+TEST_F(RouterTest, LearnedFixedCostKeepsPrefixAffinity) {
+  auto truth = [](double uncached, double cached) {
+    return 1.0 + 3.17e-6 * uncached + 1.31e-8 * uncached * (cached + uncached / 2);
+  };
+  std::map<EndpointId, std::set<int>> cache;  // the engines' prefix caches (ground truth)
+  Seconds now = 0;
+  int hits = 0, late = 0;
+  double last_err = 0;
+  for (int i = 0; i < 240; ++i) {
+    const int prefix = (i * 5) % 6;
+    const std::string text = Text(900 + prefix, 1000) + Text(100000 + i, 50);
+    const auto f = Req("r" + std::to_string(i), text);
+    const Decision d = Pick(f, "", now);
+    router.OnDispatched(f, d, now);
+    const bool hit = cache[d.endpoint].count(prefix) > 0;
+    const double cached = hit ? 1000 : 0, uncached = hit ? 50 : 1050;
+    const double ttft = truth(uncached, cached);
+    cache[d.endpoint].insert(prefix);
+    if (i >= 120) {
+      hits += hit;
+      ++late;
+      last_err = std::max(last_err, std::abs(d.predicted_ttft_s - ttft) / ttft);
+    }
+    router.OnFirstToken(f.request_id, now + ttft);
+    router.OnFinished(f.request_id, Usage{1050, static_cast<int>(cached), 8}, Outcome::kSuccess,
+                      now + ttft + 0.1);
+    now += 2.0;
+  }
+  EXPECT_EQ(hits, late);  // every late request went where its prefix was cached
+  EXPECT_LT(last_err, 0.1);
+  // Both replicas serve: the six prefixes were spread while cold.
+  EXPECT_FALSE(cache["a"].empty());
+  EXPECT_FALSE(cache["b"].empty());
+  // A prefix cached on one replica: predicted much the same on both (the fixed cost
+  // dominates), yet the warm one is picked.
+  const int on_b = *cache["b"].begin();
+  const Decision d = Pick(Req("x", Text(900 + on_b, 1000) + Text(7, 50)), "", now);
+  EXPECT_EQ(d.endpoint, "b");
+  EXPECT_NEAR(Cand(d, "b").predicted_ttft_s, truth(50, 1000), 0.1);
+  EXPECT_LT(Cand(d, "b").predicted_ttft_s, Cand(d, "a").predicted_ttft_s);
+}
+
 TEST_F(RouterTest, OtherTrafficFromScrapedMetrics) {
   MetricsSnapshot busy;
   busy.num_requests_waiting = 20;

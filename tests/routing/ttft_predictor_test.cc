@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 
 namespace kinference::routing {
 namespace {
@@ -82,7 +83,10 @@ TEST(TtftPredictor, StaysBoundedOnCollinearNoisyData) {
   double pred = p.Predict(idle).ttft_s;
   EXPECT_GT(pred, 6.0);
   EXPECT_LT(pred, 14.0);
-  EXPECT_DOUBLE_EQ(p.coefficients()[0], 0.05);
+  // Every unqueued prompt alike: the data cannot tell a fixed cost from the per-token
+  // one, so t0 stays near the prior and the speed carries the cost.
+  EXPECT_GE(p.fixed_cost(), 0.0);
+  EXPECT_LT(p.fixed_cost(), 0.5);
   EXPECT_GT(p.Predict({12000, 16300, 0, 0}).ttft_s, pred);
 }
 
@@ -118,6 +122,103 @@ TEST(TtftPredictor, LearnsACostOfAnotherShape) {
   }
   EXPECT_LT(worst_shaped, 0.12);
   EXPECT_GT(worst_speed, 0.3);
+}
+
+// An engine of the CPU's cost shape (CpuTruth's per-token costs, 100x slower: the loaded
+// 2-core machine of docs/real-vllm.md, where a cold 1050-token request took seconds more
+// than a cached one) and a fixed cost per request `t0_s`, on the shared-prefix workload of
+// docs/real-vllm.md (6 prefixes of 1000 tokens, 50-token suffixes: 1 request in 8 cold, the rest
+// cached), every 10th TTFT a stall of 5x (the loaded machine's outliers), nothing queued. Returns
+// the relative error of the prediction for a cached and for a cold request after `n` observations.
+struct FixedCostRun {
+  double cached_err, cold_err;
+};
+double FixedCostTruth(const TtftFeatures& f, double t0_s) {
+  return t0_s + 100 * (CpuTruth(f) - 0.05);
+}
+FixedCostRun LearnFixedCost(TtftPredictor& p, double t0_s, int n) {
+  uint64_t s = 4242;
+  auto rnd = [&s](double hi) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return hi * static_cast<double>(s >> 11) / 9007199254740992.0;
+  };
+  for (int i = 0; i < n; ++i) {
+    const bool cold = i % 8 == 0;
+    const double suffix = 40 + rnd(20);
+    TtftFeatures f{0, cold ? 1000 + suffix : suffix, cold ? 0 : 1000, std::floor(rnd(3))};
+    const double noise = 1 + 0.1 * (rnd(2) - 1);  // +-10%
+    p.Observe(f, FixedCostTruth(f, t0_s) * noise * (i % 10 == 9 ? 5 : 1));
+  }
+  const TtftFeatures cached{0, 50, 1000, 1}, cold{0, 1050, 0, 1};
+  auto err = [&](const TtftFeatures& f) {
+    return std::abs(p.Predict(f).ttft_s - FixedCostTruth(f, t0_s)) / FixedCostTruth(f, t0_s);
+  };
+  return {err(cached), err(cold)};
+}
+
+// vLLM's CPU build on a loaded machine pays ~1 s per request even for a cached prompt
+// (docs/real-vllm.md); with the prior's 50 ms the predictor under-predicted such requests
+// 3x. Learned, the fixed cost takes what the per-token cost cannot explain: cached
+// requests are predicted within 10%. (The fixed cost absorbs the cached requests' own
+// per-token part, 83 ms here, which this workload cannot separate from it.)
+TEST(TtftPredictor, LearnsAFixedCostOfOneSecond) {
+  TtftPredictor p, fixed(/*learn_shape=*/false);
+  FixedCostRun learned = LearnFixedCost(p, 1.0, 200);
+  FixedCostRun prior_t0 = LearnFixedCost(fixed, 1.0, 200);
+  std::printf("1s: t0 %.3f cached %.3f cold %.3f | prior t0: cached %.3f cold %.3f\n",
+              p.fixed_cost(), learned.cached_err, learned.cold_err, prior_t0.cached_err,
+              prior_t0.cold_err);
+  EXPECT_GT(p.fixed_cost(), 0.95);
+  EXPECT_LT(p.fixed_cost(), 1.2);
+  EXPECT_LT(learned.cached_err, 0.1);
+  EXPECT_LT(learned.cold_err, 0.4);
+  EXPECT_DOUBLE_EQ(fixed.fixed_cost(), 0.05);
+  EXPECT_GT(prior_t0.cached_err, 3 * learned.cached_err);
+  // Deterministic: the same observations give the same model.
+  TtftPredictor again;
+  LearnFixedCost(again, 1.0, 200);
+  EXPECT_EQ(again.coefficients(), p.coefficients());
+}
+
+// A GPU-like engine: 20 ms per request, below the prior's 50 ms.
+TEST(TtftPredictor, LearnsAFixedCostOfTwentyMilliseconds) {
+  TtftPredictor p, fixed(/*learn_shape=*/false);
+  uint64_t s = 99;
+  auto rnd = [&s](double hi) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return hi * static_cast<double>(s >> 11) / 9007199254740992.0;
+  };
+  auto truth = [](const TtftFeatures& f) { return 0.02 + 0.32 * TtftPredictor::PriorWork(f); };
+  for (int i = 0; i < 300; ++i) {
+    const bool cold = i % 4 == 0;
+    TtftFeatures f{0, cold ? 2000 + rnd(6000) : 20 + rnd(200), cold ? 0 : 4000 + rnd(8000),
+                   std::floor(rnd(16))};
+    const double y = truth(f) * (1 + 0.05 * (rnd(2) - 1)) * (i % 20 == 19 ? 8 : 1);
+    p.Observe(f, y);
+    fixed.Observe(f, y);
+  }
+  const TtftFeatures cached{0, 100, 8000, 4}, cold{0, 6000, 0, 4};
+  auto err = [&](const TtftPredictor& q, const TtftFeatures& f) {
+    return std::abs(q.Predict(f).ttft_s - truth(f)) / truth(f);
+  };
+  std::printf("20ms: t0 %.4f cached %.3f cold %.3f | prior t0: cached %.3f cold %.3f\n",
+              p.fixed_cost(), err(p, cached), err(p, cold), err(fixed, cached), err(fixed, cold));
+  EXPECT_GT(p.fixed_cost(), 0.01);
+  EXPECT_LT(p.fixed_cost(), 0.04);
+  EXPECT_LT(err(p, cached), 0.5);
+  EXPECT_LT(err(p, cached), err(fixed, cached) - 0.2);
+  EXPECT_LT(err(p, cold), 0.2);
+}
+
+// A lasting change is followed, not down-weighted as outliers for ever.
+TEST(TtftPredictor, FollowsAFixedCostThatChanges) {
+  TtftPredictor p;
+  LearnFixedCost(p, 0.05, 200);
+  EXPECT_LT(p.fixed_cost(), 0.2);
+  FixedCostRun after = LearnFixedCost(p, 1.0, 200);
+  EXPECT_GT(p.fixed_cost(), 0.95);
+  EXPECT_LT(p.fixed_cost(), 1.2);
+  EXPECT_LT(after.cached_err, 0.1);
 }
 
 TEST(TtftPredictor, PredictionsNonNegativeAndMonotoneInWork) {
