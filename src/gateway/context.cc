@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 namespace kinference::gateway {
 
@@ -12,6 +13,11 @@ routing::RouterConfig MakeRouterConfig(const GatewayConfig& c) {
   routing::RouterConfig rc;
   rc.block_chars = c.block_chars;
   rc.default_strategy = c.strategy;
+  // A seed per process unless configured: replicas must not break ties alike.
+  std::random_device rd;
+  const uint64_t drawn = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  rc.seed = EffectiveRouterSeed(c, drawn);
+  spdlog::info("router tie-break seed {}{}", rc.seed, c.router_seed ? " (configured)" : "");
   return rc;
 }
 }  // namespace

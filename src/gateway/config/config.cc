@@ -125,10 +125,11 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode) {
     throw ConfigError(std::string("gateway config: invalid YAML: ") + e.what());
   }
   if (!root.IsMap()) throw ConfigError("gateway config: expected a map at the top level");
-  CheckKeys(root, "",
-            {"listen", "strategy", "scrape_interval_s", "time_scale", "request_timeout_s",
-             "max_body_bytes", "block_chars", "drain_timeout_s", "upstream_streaming", "pools",
-             "tenants", "providers", "policies", "tagging", "admission", "backpressure"});
+  CheckKeys(
+      root, "",
+      {"listen", "strategy", "scrape_interval_s", "time_scale", "request_timeout_s",
+       "max_body_bytes", "block_chars", "router_seed", "drain_timeout_s", "upstream_streaming",
+       "pools", "tenants", "providers", "policies", "tagging", "admission", "backpressure"});
   GatewayConfig c;
   if (const auto listen = root["listen"]) {
     if (!listen.IsMap()) Fail("listen", "expected a map with address, port");
@@ -155,6 +156,11 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode) {
     auto v = Scalar<long long>(root["block_chars"], "block_chars", "an integer");
     if (v <= 0) Fail("block_chars", "must be > 0");
     c.block_chars = static_cast<size_t>(v);
+  }
+  if (root["router_seed"]) {
+    auto v = Scalar<long long>(root["router_seed"], "router_seed", "an integer");
+    if (v < 0) Fail("router_seed", "must be >= 0");
+    c.router_seed = static_cast<uint64_t>(v);
   }
   if (root["drain_timeout_s"])
     c.drain_timeout_s =
@@ -217,6 +223,10 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode) {
     c.pools.push_back(std::move(pool));
   }
   return c;
+}
+
+uint64_t EffectiveRouterSeed(const GatewayConfig& config, uint64_t drawn) {
+  return config.router_seed.value_or(drawn);
 }
 
 double EffectiveDrainTimeoutS(const GatewayConfig& config,

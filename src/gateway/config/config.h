@@ -9,6 +9,7 @@
 //   request_timeout_s: 600                      # model seconds for one upstream call
 //   max_body_bytes: 33554432                    # larger request bodies get 413
 //   block_chars: 128                            # prefix-index block size (characters)
+//   router_seed: 42                             # tie-break seed; default drawn at start-up
 //   drain_timeout_s: 30                         # real seconds; see below
 //   upstream_streaming: always                  # always | as_requested; see below
 //   pools:
@@ -48,6 +49,12 @@
 //   topic: ""                       # with `endpoints`: vLLM's kv_events_config.topic
 //   block_size: 0                   # engine block size; 0: learnt from BlockStored events
 //   none_hash_seed: vllm-none-hash  # PYTHONHASHSEED when the vLLM processes set it
+// router_seed: the seed of the router's tie-breaks (routing::RouterConfig::seed). Absent
+// (the default), each process draws its own at start-up, so that gateway replicas that
+// see the same candidates (shared, stale scrapes; a burst before any scrape shows it)
+// break their ties differently instead of all sending to the same endpoint: with one
+// fixed seed, 4 replicas behind a burst act as one router placing 4 copies of each
+// choice (docs/routing.md, "Several gateway replicas"). Set it for reproducible runs.
 // Several pools may serve the same or different models. Unknown keys are errors
 // (they are almost always typos), so later features add their keys here.
 //
@@ -131,6 +138,7 @@ struct GatewayConfig {
   size_t max_body_bytes = 32 * 1024 * 1024;
   // Matches RouterConfig's default block size.
   size_t block_chars = 128;
+  std::optional<uint64_t> router_seed;  // none: drawn at start-up (see above)
   // Real seconds (not scaled by time_scale) that a graceful drain waits for in-flight
   // requests; 30 s: Kubernetes' default terminationGracePeriodSeconds.
   double drain_timeout_s = 30;
@@ -148,6 +156,10 @@ struct GatewayConfig {
 // line (it overrides the config), else config.drain_timeout_s.
 double EffectiveDrainTimeoutS(const GatewayConfig& config,
                               std::optional<double> cli_drain_timeout_s);
+
+// The router's tie-break seed: config.router_seed when given, else `drawn` (the caller's
+// draw from a random source, one per process).
+uint64_t EffectiveRouterSeed(const GatewayConfig& config, uint64_t drawn);
 
 class ConfigError : public std::runtime_error {
  public:

@@ -57,6 +57,20 @@ TEST(GatewayConfig, DefaultsApply) {
   EXPECT_EQ(c.block_chars, 128u);
 }
 
+// Gateway replicas must not share a tie-break seed unless told to (config.h).
+TEST(GatewayConfig, RouterSeedIsDrawnPerProcessUnlessConfigured) {
+  const std::string pools = "pools: [{name: p, model: m, endpoints: ['http://h:1']}]\n";
+  auto unset = ParseGatewayConfig(pools);
+  EXPECT_FALSE(unset.router_seed.has_value());
+  EXPECT_EQ(EffectiveRouterSeed(unset, 12345), 12345u);
+  EXPECT_EQ(EffectiveRouterSeed(unset, 678), 678u);
+  auto set = ParseGatewayConfig(pools + "router_seed: 42\n");
+  ASSERT_TRUE(set.router_seed.has_value());
+  EXPECT_EQ(EffectiveRouterSeed(set, 12345), 42u);
+  EXPECT_NE(ErrorOf(pools + "router_seed: -1\n").find("router_seed"), std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "router_seed: x\n").find("router_seed"), std::string::npos);
+}
+
 TEST(GatewayConfig, ListenPortZeroAllowed) {
   auto c = ParseGatewayConfig(
       "listen: {port: 0}\npools: [{name: p, model: m, endpoints: ['http://h:1']}]");
