@@ -145,7 +145,7 @@ FixedCostRun LearnFixedCost(TtftPredictor& p, double t0_s, int n) {
   for (int i = 0; i < n; ++i) {
     const bool cold = i % 8 == 0;
     const double suffix = 40 + rnd(20);
-    TtftFeatures f{0, cold ? 1000 + suffix : suffix, cold ? 0 : 1000, std::floor(rnd(3))};
+    TtftFeatures f{0, cold ? 1000 + suffix : suffix, cold ? 0.0 : 1000.0, std::floor(rnd(3))};
     const double noise = 1 + 0.1 * (rnd(2) - 1);  // +-10%
     p.Observe(f, FixedCostTruth(f, t0_s) * noise * (i % 10 == 9 ? 5 : 1));
   }
