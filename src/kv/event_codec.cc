@@ -344,14 +344,17 @@ void EncodeStored(Writer& w, const BlockStored& e, EventEncoding enc, HashEncodi
   // Map (vLLM 0.32): lora_id, medium and lora_name have no default, so msgspec writes
   // them even when None; group_idx and later fields are omitted at their default.
   // Array (earlier releases): that era's layout, [tag, block_hashes, parent_block_hash,
-  // token_ids, block_size, lora_id, medium], extended through group_idx when set.
+  // token_ids, block_size, lora_id, medium], extended through lora_name when set and
+  // through group_idx when set (so nothing set is lost: found by fuzz/kv_events_fuzz.cc,
+  // a lora_name without group_idx was dropped).
   const bool map = enc == EventEncoding::kMap;
   const bool has_group = e.group_idx.has_value();
+  const bool has_name = e.lora_name.has_value() || has_group;
   if (map) {
     w.Map(8 + (has_group ? 1 : 0));
     w.Str("type");
   } else {
-    w.Array(7 + (has_group ? 3 : 0));
+    w.Array(7 + (has_name ? 1 : 0) + (has_group ? 2 : 0));
   }
   w.Str("BlockStored");
   if (map) w.Str("block_hashes");
@@ -368,7 +371,7 @@ void EncodeStored(Writer& w, const BlockStored& e, EventEncoding enc, HashEncodi
   w.OptInt(e.lora_id);
   if (map) w.Str("medium");
   w.OptStr(e.medium);
-  if (map || has_group) {
+  if (map || has_name) {
     if (map) w.Str("lora_name");
     w.OptStr(e.lora_name);
   }

@@ -171,6 +171,27 @@ TEST(EventCodecTest, RefusesContainerCountsLargerThanThePayload) {
       << huge.status().message();
 }
 
+// The array encoding keeps a lora_name set without group_idx (it was dropped; found by
+// fuzz/kv_events_fuzz.cc's round trip).
+TEST(EventCodecTest, ArrayEncodingKeepsLoraNameWithoutGroupIdx) {
+  BlockStored stored;
+  stored.block_hashes = {7};
+  stored.token_ids = {1, 2};
+  stored.block_size = 2;
+  stored.medium = "GPU";
+  stored.lora_name = "adapter";
+  EventBatch batch;
+  batch.events.push_back(stored);
+  for (auto enc : {EventEncoding::kArray, EventEncoding::kMap}) {
+    auto back = DecodeBatch(EncodeBatch(batch, enc));
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    ASSERT_EQ(back->events.size(), 1u);
+    const auto& got = std::get<BlockStored>(back->events[0]);
+    EXPECT_EQ(got.lora_name, std::optional<std::string>("adapter"));
+    EXPECT_FALSE(got.group_idx.has_value());
+  }
+}
+
 TEST(EventCodecTest, NonGpuMediumAndLoraAreNotTheEngineCache) {
   BlockStored s;
   s.block_hashes = {1};
