@@ -184,19 +184,22 @@ void EngineSimServer::HandleGenerate(bool chat, http::Request request,
       return writer->Abort();
     case RequestFault::kSlowFirstByte:
       return After(options_.faults.delay_s,
-                   [this, chat, body = std::move(request.body), writer]() mutable {
-                     Generate(chat, body, std::move(writer), RequestFault::kNone);
+                   [this, chat, body = std::move(request.body), writer,
+                    id = std::string(request.headers.Find("x-request-id"))]() mutable {
+                     Generate(chat, body, std::move(writer), RequestFault::kNone, id);
                    });
     default:
-      return Generate(chat, request.body, std::move(writer), fault);
+      return Generate(chat, request.body, std::move(writer), fault,
+                      std::string(request.headers.Find("x-request-id")));
   }
 }
 
 void EngineSimServer::Generate(bool chat, const std::string& body,
-                               std::shared_ptr<http::ResponseWriter> writer, RequestFault fault) {
+                               std::shared_ptr<http::ResponseWriter> writer, RequestFault fault,
+                               const std::string& x_request_id) {
   auto parsed = chat ? ParseChatRequest(body) : ParseCompletionRequest(body);
   if (!parsed.ok()) return SendError(*writer, parsed.status());
-  Submit(std::move(*parsed), std::move(writer), std::nullopt, fault);
+  Submit(std::move(*parsed), std::move(writer), std::nullopt, fault, x_request_id);
 }
 
 void EngineSimServer::After(double delay_s, std::function<void()> then) {
@@ -230,12 +233,13 @@ void EngineSimServer::HandleMessages(http::Request request,
   if (!call.ok()) return SendError(*writer, call.status(), true);
   auto parsed = ParseChatRequest(call->chat_body);
   if (!parsed.ok()) return SendError(*writer, parsed.status(), true);
-  Submit(std::move(*parsed), std::move(writer), std::move(call->response));
+  Submit(std::move(*parsed), std::move(writer), std::move(call->response), RequestFault::kNone,
+         std::string(request.headers.Find("x-request-id")));
 }
 
 void EngineSimServer::Submit(GenerationRequest g, std::shared_ptr<http::ResponseWriter> writer,
                              std::optional<api::anthropic::ResponseContext> anthropic,
-                             RequestFault fault) {
+                             RequestFault fault, const std::string& x_request_id) {
   const bool chat = g.chat;
   const engine::HardwareProfile& profile = engine_.profile();
   if (Status s = ResolveRequest(g, options_.served_model_name, profile.max_model_len); !s.ok()) {
@@ -254,7 +258,7 @@ void EngineSimServer::Submit(GenerationRequest g, std::shared_ptr<http::Response
     return SendError(*writer, s, anthropic.has_value());
 
   Live live;
-  live.meta.id = id;
+  live.meta.id = x_request_id.empty() ? id : (chat ? "chatcmpl-" : "cmpl-") + x_request_id;
   live.meta.created = static_cast<int64_t>(std::time(nullptr));
   live.meta.model = options_.served_model_name;
   live.meta.chat = chat;

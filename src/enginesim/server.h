@@ -11,6 +11,9 @@
 // /v1/messages needs `x-api-key: <key>` (or a bearer token) and the OpenAI routes
 // `Authorization: Bearer <key>` (vLLM's --api-key: 401 {"error":"Unauthorized"}).
 // A client that disconnects before its response ends has its request aborted.
+// A request's `id` is "chatcmpl-" / "cmpl-" + its X-Request-Id header when it has one, as
+// vLLM names it (vllm/entrypoints/openai/serving_engine.py _base_request_id), else + 32
+// random hex digits; the engine keys requests by their own unique id either way.
 //
 // Time: model time is a RealClock scaled by time_scale K (K model seconds per wall
 // second); a step of model duration d takes d / K wall seconds. Consecutive steps are
@@ -98,12 +101,14 @@ class EngineSimServer {
   void HandleGenerate(bool chat, http::Request request,
                       std::shared_ptr<http::ResponseWriter> writer);
   void Generate(bool chat, const std::string& body, std::shared_ptr<http::ResponseWriter> writer,
-                RequestFault fault);
+                RequestFault fault, const std::string& x_request_id);
   void HandleMessages(http::Request request, std::shared_ptr<http::ResponseWriter> writer);
   // Admits a parsed request and registers its response. `anthropic`: answer a Messages call.
+  // `fault`: the fault to strike it with (kNone: none). `x_request_id`: the request's
+  // X-Request-Id header (may be empty), for its response id.
   void Submit(GenerationRequest g, std::shared_ptr<http::ResponseWriter> writer,
-              std::optional<api::anthropic::ResponseContext> anthropic,
-              RequestFault fault = RequestFault::kNone);
+              std::optional<api::anthropic::ResponseContext> anthropic, RequestFault fault,
+              const std::string& x_request_id);
   // A stall or crash fault strikes `l` once it generated enough tokens.
   void MaybeStrike(Live& l);
   // Calls `then` after `delay_s` wall seconds.

@@ -1,6 +1,5 @@
 #include "gateway/cli.h"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/io_context.hpp>
@@ -11,6 +10,7 @@
 #include <iostream>
 #include <optional>
 
+#include "common/logging.h"
 #include "gateway/config/config.h"
 #include "gateway/config/config_fields.h"
 #include "gateway/gateway.h"
@@ -44,12 +44,16 @@ struct CliOptions {
   std::string kubeconfig;
   std::string context;
   std::string ns;
+  std::string log_format;  // --log-format; empty: the config's log_format
+  std::string log_level;   // --log-level; empty: the config's log_level
 };
 
-// `cli.drain_timeout_s` overrides the config's drain_timeout_s (config.h).
+// `cli.drain_timeout_s` overrides the config's drain_timeout_s (config.h); `cli.log_format`
+// and `cli.log_level` the config's log_format and log_level.
 int Run(const CliOptions& cli) {
   // Logs go to stderr; stdout carries only the "listening" line that tools wait for.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("gateway"));
+  // Text at info until the config says otherwise (its own errors are logged so).
+  ConfigureLogging("gateway", {});
   GatewayConfig config;
   const ConfigMode mode = cli.kubernetes ? ConfigMode::kKubernetes : ConfigMode::kFile;
   try {
@@ -68,6 +72,13 @@ int Run(const CliOptions& cli) {
     }
     cluster = std::move(*resolved);
   }
+  auto format = ParseLogFormat(cli.log_format.empty() ? config.log_format : cli.log_format);
+  auto level = ParseLogLevel(cli.log_level.empty() ? config.log_level : cli.log_level);
+  if (!format.ok() || !level.ok()) {
+    spdlog::error("{}", (!format.ok() ? format.status() : level.status()).message());
+    return 2;
+  }
+  ConfigureLogging("gateway", {*format, *level});
   const double drain_timeout_s = EffectiveDrainTimeoutS(config, cli.drain_timeout_s);
   boost::asio::io_context io(1);
   std::unique_ptr<Gateway> gateway;
@@ -115,6 +126,18 @@ int Run(const CliOptions& cli) {
     });
   };
   wait_hup();
+  // SIGUSR1: one log level more verbose (info -> debug -> trace); SIGUSR2: one less.
+  boost::asio::signal_set usr(io, SIGUSR1, SIGUSR2);
+  std::function<void()> wait_usr = [&] {
+    usr.async_wait([&](const boost::system::error_code& ec, int signo) {
+      if (ec) return;
+      LogLevel now = StepLogLevel(signo == SIGUSR1 ? 1 : -1);
+      LogEvent(LogLevel::kWarn, "gateway", "log level changed",
+               {{"log_level", std::string(LogLevelName(now))}, {"signal", int64_t{signo}}});
+      wait_usr();
+    });
+  };
+  wait_usr();
   // Ready only now that the signal handlers are in place: a supervisor (or test) that
   // signals as soon as it reads this line gets the graceful drain, not the default action.
   std::cout << "gateway listening on " << config.listen_address << ":" << *port << std::endl;
@@ -150,6 +173,13 @@ void RegisterCommand(CLI::App& app) {
                   "with --kubernetes: namespace to watch (default: the context's or the service "
                   "account's)")
       ->needs(kubernetes);
+  cmd->add_option("--log-format", cli->log_format,
+                  "text or json (one JSON object a line); overrides the config's log_format")
+      ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--log-level", cli->log_level,
+                  "trace, debug, info, warn, error, critical or off; overrides the config's "
+                  "log_level (SIGUSR1 / SIGUSR2 step it at run time)")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   cmd->callback([cli, drain_timeout_s, drain, config] {
     if (config->count() == 0 && !cli->kubernetes) {
       throw CLI::RequiredError("--config (required without --kubernetes)");

@@ -30,6 +30,8 @@ GatewayContext::GatewayContext(GatewayConfig cfg, boost::asio::any_io_executor e
       policy(config, executor),
       admission(config, executor, clock) {
   stats.SetPolicyGeneration(policy.store.Current()->generation);
+  request_id_prefix =
+      (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   if (!KnowsStrategy(config.strategy)) {
     std::string known;
     for (const auto& s : router.StrategyNames()) known += (known.empty() ? "" : ", ") + s;
@@ -44,6 +46,14 @@ GatewayContext::GatewayContext(GatewayConfig cfg, boost::asio::any_io_executor e
                         ".kv_events.tokenizer: " + keys.status().message());
     }
     kv_pools[pool.name] = KvModel{std::move(*keys), pool.kv_events->block_size, pool.name};
+  }
+  // Pools' keys (vllm serve --api-key), read once; AddEndpoint gives them to the pool's
+  // endpoints (file pools and, for --kubernetes settings entries, the InferencePool's Pods).
+  for (size_t p = 0; p < config.pools.size(); ++p) {
+    const PoolConfig& pool = config.pools[p];
+    if (pool.api_key_env.empty() && pool.api_key_file.empty()) continue;
+    pool_api_keys[pool.name] =
+        LoadApiKey(pool.api_key_env, pool.api_key_file, "pools[" + std::to_string(p) + "]");
   }
   for (const auto& pool : config.pools) {
     for (size_t i = 0; i < pool.endpoints.size(); ++i) {
@@ -107,6 +117,10 @@ void GatewayContext::AddEndpoint(Endpoint ep) {
   if (ep.provider) {
     admission.controller().SetEndpoint(id, id, admission::kUnlimited);
   } else {
+    if (ep.api_key.empty()) {
+      auto key = pool_api_keys.find(ep.info.pool);
+      if (key != pool_api_keys.end()) ep.api_key = key->second;
+    }
     stats.SetMetricsStale(id, false);
     const PoolConfig* settings = PoolSettings(ep.info.pool);
     admission.controller().SetEndpoint(id, ep.info.pool,
@@ -149,6 +163,13 @@ bool GatewayContext::TenantMayUse(const std::string& tenant, const std::string& 
   auto it = tenant_models.find(tenant);
   if (it == tenant_models.end()) return true;
   return std::find(it->second.begin(), it->second.end(), model) != it->second.end();
+}
+
+std::vector<std::string> GatewayContext::ApiKeys() const {
+  std::vector<std::string> keys;
+  for (const auto& ep : endpoints)
+    if (!ep.api_key.empty()) keys.push_back(ep.api_key);
+  return keys;
 }
 
 Endpoint* GatewayContext::FindMutable(const std::string& id) {

@@ -59,7 +59,7 @@ struct Endpoint {
   std::optional<Seconds> last_metrics_at;  // when last_metrics was scraped (model time)
   // Providers (gateway/upstream/provider.h): class "provider", id "provider/<name>", never scraped.
   std::shared_ptr<const ProviderConfig> provider;  // null: a local (vLLM) endpoint
-  std::string api_key;                             // the provider's; never logged
+  std::string api_key;  // the provider's or the pool's (may be empty); never logged
   std::optional<CircuitBreaker> breaker;
   const char* endpoint_class() const { return provider ? "provider" : "local"; }
 };
@@ -100,6 +100,8 @@ struct GatewayContext {
   std::vector<Endpoint> endpoints;
   uint64_t next_endpoint_serial = 1;
   uint64_t next_request_id = 1;
+  // Random per process: generated request ids stay unique across gateway replicas.
+  uint64_t request_id_prefix = 0;
   // Requests in flight, for AbortInFlight (expired entries are pruned on insert).
   std::vector<std::weak_ptr<InFlightRequest>> in_flight;
   // InferencePolicy store, decision log, counters, taggers (exchange/policy_gate.h).
@@ -119,6 +121,9 @@ struct GatewayContext {
   // The same for pools by name (file pools and --kubernetes pools' settings, config.h):
   // AddEndpoint adds an endpoint's model to kv_models from its pool's entry.
   std::map<std::string, KvModel> kv_pools;
+  // Pool name -> its key (PoolConfig::api_key_env / api_key_file), read at start-up;
+  // AddEndpoint sets it on the pool's local endpoints. Never logged.
+  std::map<std::string, std::string> pool_api_keys;
   // Kubernetes mode: the models each tenant may use (InferenceTenant spec.access.models);
   // a tenant not listed may use every model.
   std::map<std::string, std::vector<std::string>> tenant_models;
@@ -151,6 +156,8 @@ struct GatewayContext {
 
   const Endpoint* Find(const std::string& id) const;
   Endpoint* FindMutable(const std::string& id);
+  // Every non-empty endpoint key (providers' and pools'), for common/redact.h.
+  std::vector<std::string> ApiKeys() const;
   // Provider circuit breakers: an upstream result for endpoint `id` (no-op for local
   // endpoints), and closing breakers whose cool-down ended (half-open).
   void OnUpstreamResult(const std::string& id, bool ok);

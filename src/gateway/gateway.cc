@@ -12,6 +12,7 @@
 
 #include "api/anthropic/messages_request.h"
 #include "api/openai/error.h"
+#include "common/build_info.h"
 #include "gateway/context.h"
 #include "gateway/exchange/policy_gate.h"
 #include "gateway/exchange/proxy.h"
@@ -77,6 +78,23 @@ Result<uint16_t> Gateway::Start() {
   options.error_body = [](std::string_view path, const Status& status) {
     return IsAnthropicPath(path) ? api::anthropic::ErrorBody(status) : api::OpenAiErrorBody(status);
   };
+  options.header_timeout_s = ctx_->config.server_timeouts.header_s;
+  options.keep_alive_timeout_s = ctx_->config.server_timeouts.keep_alive_s;
+  options.body_timeout_s = ctx_->config.server_timeouts.body_s;
+  options.tls_cert_file = ctx_->config.tls.cert_file;
+  options.tls_key_file = ctx_->config.tls.key_file;
+  options.tls_client_ca_file = ctx_->config.tls.client_ca_file;
+  options.tls_reload_interval_s = ctx_->config.tls.reload_interval_s;
+  options.on_tls_reload = [](const Status& st) {
+    if (st.ok()) {
+      spdlog::info("gateway: TLS certificate files changed; new connections use them");
+    } else {
+      spdlog::warn(
+          "gateway: TLS files changed but did not load ({}); still serving the previous "
+          "certificate",
+          st.message());
+    }
+  };
   server_ = std::make_unique<http::Server>(io_, options);
   auto ctx = ctx_;
   kv_feeds_ = std::make_shared<KvFeeds>(ctx_);
@@ -141,7 +159,8 @@ Result<uint16_t> Gateway::Start() {
       ctx->stats.SetAdmission(pool, ps.waiting, ps.queued_total, ps.refused_queue_full_total,
                               ps.refused_timeout_total, ps.evicted_total);
     }
-    w->Send(200, "text/plain; version=0.0.4; charset=utf-8", ctx->stats.Exposition());
+    w->Send(200, "text/plain; version=0.0.4; charset=utf-8",
+            ctx->stats.Exposition() + BuildInfoExposition());
   });
   route("GET", "/debug/decisions", [ctx](http::Request r, auto w) { ServeDecisions(*ctx, r, *w); });
   route("GET", "/debug/endpoints", [ctx](http::Request r, auto w) { ServeEndpoints(*ctx, r, *w); });

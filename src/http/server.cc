@@ -2,6 +2,7 @@
 #include "http/server.h"
 
 #include "http/session.h"
+#include "http/tls_server.h"
 
 namespace kinference::http {
 
@@ -32,6 +33,30 @@ void ServerCore::Accept() {
       });
 }
 
+void ServerCore::ScheduleTlsReload() {
+  const double every = options_.tls_reload_interval_s;
+  if (!(every > 0) || stopped_) return;
+  tls_reload_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(every)));
+  tls_reload_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (ec || self->stopped_) return;
+    self->ReloadTlsIfChanged();
+    self->ScheduleTlsReload();
+  });
+}
+
+void ServerCore::ReloadTlsIfChanged() {
+  TlsServerFiles files{options_.tls_cert_file, options_.tls_key_file, options_.tls_client_ca_file};
+  std::string stamp = TlsFilesStamp(files);
+  if (stamp == tls_stamp_) return;
+  // Stamp first: a change that fails to load is reported once, not at every check; the
+  // next change is tried again.
+  tls_stamp_ = stamp;
+  auto tls = MakeServerTlsContext(files);
+  if (tls.ok()) tls_ = std::move(*tls);
+  if (options_.on_tls_reload) options_.on_tls_reload(tls.status());
+}
+
 class Server::Impl : public ServerCore {
  public:
   using ServerCore::ServerCore;
@@ -52,18 +77,13 @@ Result<uint16_t> Server::Start() {
   beast::error_code ec;
   const auto& o = impl_->options_;
   if (!o.tls_cert_file.empty() || !o.tls_key_file.empty()) {
-    auto tls = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
-    tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                         asio::ssl::context::no_sslv3,
-                     ec);
-    if (!ec) tls->use_certificate_chain_file(o.tls_cert_file, ec);
-    if (!ec) tls->use_private_key_file(o.tls_key_file, asio::ssl::context::pem, ec);
-    if (ec) {
-      return Status(ErrorCode::kInvalidArgument, "tls: cannot load certificate '" +
-                                                     o.tls_cert_file + "' / key '" +
-                                                     o.tls_key_file + "': " + ec.message());
-    }
-    impl_->tls_ = std::move(tls);
+    TlsServerFiles files{o.tls_cert_file, o.tls_key_file, o.tls_client_ca_file};
+    std::string stamp = TlsFilesStamp(files);
+    auto tls = MakeServerTlsContext(files);
+    if (!tls.ok()) return tls.status();
+    impl_->tls_ = std::move(*tls);
+    impl_->tls_stamp_ = std::move(stamp);
+    impl_->ScheduleTlsReload();
   }
   auto address = asio::ip::make_address(impl_->options_.address, ec);
   if (ec) return Status(ErrorCode::kUnavailable, "bad address " + impl_->options_.address);
@@ -107,6 +127,7 @@ void Server::Stop() {
   beast::error_code ec;
   impl_->acceptor_.close(ec);
   impl_->retry_timer_.cancel();
+  impl_->tls_reload_timer_.cancel();
   for (auto& w : impl_->sessions_) {
     if (auto s = w.lock()) s->Close();
   }

@@ -81,16 +81,21 @@ struct ServerOptions {
   std::string address = "127.0.0.1";
   uint16_t port = 0;                         // 0: pick a free port
   size_t max_body_bytes = 32 * 1024 * 1024;  // 413 above this
-  // A connection that has not sent (all of) the next request's header this long after
-  // accepting or after its last response is closed. 5 s is uvicorn's default
-  // timeout_keep_alive, which vLLM's API server uses. (Added; 0: no limit.)
+  // Timeouts, seconds (0: no limit). A connection is closed when:
+  //  - header_timeout_s: a request's header has not fully arrived this long after its
+  //    first byte (for a connection's first request: after accepting it, the TLS
+  //    handshake included). 5 s: slow-header (Slowloris) connections must not pile up.
+  //  - keep_alive_timeout_s: an idle kept-alive connection sends no byte of a next
+  //    request this long after the last response. 5 s is uvicorn's default
+  //    timeout_keep_alive, which vLLM's API server uses.
+  //  - body_timeout_s: a request's body has not fully arrived this long after its header
+  //    (slow or stalled uploads must not hold connections forever). 60 s is our choice: a
+  //    32 MiB body needs ~4.5 Mbit/s to arrive in time.
+  double header_timeout_s = 5;
   double keep_alive_timeout_s = 5;
-  // A request whose body has not fully arrived this long after its header is dropped
-  // (slow or stalled uploads must not hold connections forever; 0: no limit). 60 s is
-  // our choice: a 32 MiB body needs ~4.5 Mbit/s to arrive in time.
   double body_timeout_s = 60;
-  // Serve HTTPS with this PEM certificate chain and private key (both set; added for
-  // test providers). Start fails with kInvalidArgument when they cannot be loaded.
+  // Serve HTTPS with this PEM certificate chain and private key (both set). Start fails
+  // with kInvalidArgument when they cannot be loaded (http/tls_server.h).
   std::string tls_cert_file;
   std::string tls_key_file;
   // Open connections at most (added; 0: no limit). At the limit the server stops
@@ -103,6 +108,16 @@ struct ServerOptions {
   // even the request line could be read), so that each API's paths get its own error
   // shape (added). Unset: api::OpenAiErrorBody. Always served as application/json.
   std::function<std::string(std::string_view path, const Status& status)> error_body;
+  // Non-empty: clients must present a certificate that verifies against this PEM CA
+  // bundle (mutual TLS); handshakes without one fail.
+  std::string tls_client_ca_file;
+  // While serving HTTPS, the files above are checked this often (seconds; 0: never) and
+  // the TLS context rebuilt when they changed: new connections get the new certificate,
+  // established ones keep theirs. A change that does not load keeps the previous context.
+  double tls_reload_interval_s = 10;
+  // Called on the io_context after each reload attempt: OK when the new files are in use,
+  // the load error otherwise. May be empty.
+  std::function<void(const Status&)> on_tls_reload;
 };
 
 class Server {

@@ -16,7 +16,15 @@
 // status and headers (Content-Length included) are GET's and no body byte is sent.
 //
 // TLS (ServerOptions::tls_cert_file): the same Session over an ssl::stream on the socket,
-// after a server handshake; a failed handshake just closes the connection.
+// after a server handshake; a failed handshake just closes the connection. A session keeps
+// the TLS context it started with (a reload replaces ServerCore::tls_ for new ones only).
+//
+// Timeouts (ServerOptions): after accepting, the handshake and the first request's header
+// must arrive within header_timeout_s. Between requests a kept-alive connection waits
+// keep_alive_timeout_s for the first byte of the next one (one read of at least one byte
+// into the session buffer, through TLS when on), then header_timeout_s for the rest of its
+// header; a pipelined request already in the buffer skips the idle wait. The body then
+// has body_timeout_s.
 //
 // Thread-safety: a Session and its Writer run on the connection's strand.
 #pragma once
@@ -86,7 +94,11 @@ class Writer final : public ResponseWriter {
 class ServerCore : public std::enable_shared_from_this<ServerCore> {
  public:
   ServerCore(asio::io_context& io, ServerOptions options)
-      : io_(io), options_(std::move(options)), acceptor_(io), retry_timer_(io) {}
+      : io_(io),
+        options_(std::move(options)),
+        acceptor_(io),
+        retry_timer_(io),
+        tls_reload_timer_(io) {}
 
   void Accept();
   // A session closed: accepting resumes if max_connections had paused it.
@@ -97,6 +109,9 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
       Accept();
     }
   }
+  // Checks the TLS files every tls_reload_interval_s and rebuilds tls_ when they changed.
+  void ScheduleTlsReload();
+  void ReloadTlsIfChanged();
   const Handler* FindHandler(const std::string& method, const std::string& path) const {
     auto it = routes_.find({method, path});
     if (it != routes_.end()) return &it->second;
@@ -113,7 +128,9 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   asio::steady_timer retry_timer_;
   std::map<std::pair<std::string, std::string>, Handler> routes_;
   Handler fallback_;
-  std::shared_ptr<asio::ssl::context> tls_;  // set: serve HTTPS
+  std::shared_ptr<asio::ssl::context> tls_;  // set: serve HTTPS (new connections)
+  std::string tls_stamp_;                    // http::TlsFilesStamp of the loaded files
+  asio::steady_timer tls_reload_timer_;
   std::vector<std::weak_ptr<Session>> sessions_;
   bool stopped_ = false;
   bool draining_ = false;       // StopAccepting: no new connections, 503 to new requests
@@ -128,7 +145,10 @@ class Session : public std::enable_shared_from_this<Session> {
         server_(std::move(server)),
         drain_timer_(socket_.get_executor()),
         idle_timer_(socket_.get_executor()) {
-    if (server_->tls_) tls_.emplace(socket_, *server_->tls_);
+    if (server_->tls_) {
+      tls_context_ = server_->tls_;
+      tls_.emplace(socket_, *tls_context_);
+    }
   }
   ~Session() {
     if (!closed_ && server_->open_sessions_ > 0) --server_->open_sessions_;
@@ -138,9 +158,9 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ec;
     socket_.set_option(tcp::no_delay(true), ec);
     if (!tls_) return ReadRequest();
-    // The keep-alive timer bounds the handshake too.
+    // The header timer bounds the handshake too.
     awaiting_header_ = true;
-    ArmIdleTimer();
+    ArmIdleTimer(server_->options_.header_timeout_s);
     tls_->async_handshake(asio::ssl::stream_base::server,
                           [self = shared_from_this()](beast::error_code ec) {
                             if (ec) return self->ClientGone();
@@ -195,7 +215,31 @@ class Session : public std::enable_shared_from_this<Session> {
     head_only_ = false;
     head_queued_ = false;
     awaiting_header_ = true;
-    ArmIdleTimer();
+    if (requests_ > 0 && buffer_.size() == 0) return AwaitNextRequest();
+    ReadHeader();
+  }
+
+  // Kept-alive and idle: waits keep_alive_timeout_s for the next request's first byte.
+  void AwaitNextRequest() {
+    ArmIdleTimer(server_->options_.keep_alive_timeout_s);
+    WithStream([this](auto& stream) {
+      stream.async_read_some(buffer_.prepare(4096),
+                             [self = shared_from_this()](beast::error_code ec, size_t n) {
+                               self->buffer_.commit(n);
+                               if (self->closed_) return;
+                               if (ec) {
+                                 self->awaiting_header_ = false;
+                                 self->idle_timer_.cancel();
+                                 return self->OnReadError(ec);
+                               }
+                               self->ReadHeader();
+                             });
+    });
+  }
+
+  void ReadHeader() {
+    ++requests_;
+    ArmIdleTimer(requests_ == 1 && tls_ ? -1 : server_->options_.header_timeout_s);
     parser_.emplace();
     parser_->body_limit(server_->options_.max_body_bytes);
     WithStream([this](auto& stream) {
@@ -205,11 +249,14 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  // Arms the timer that drops a connection stuck in a read: waiting for a request's
-  // headers (keep_alive_timeout_s) or for the rest of its body (body_timeout_s).
-  void ArmIdleTimer(double t = -1) {
+  // Arms the timer that drops a connection stuck in a read: idle before a request
+  // (keep_alive_timeout_s), in its header (header_timeout_s) or in its body
+  // (body_timeout_s). t < 0: leave the running timer as it is (a TLS connection's first
+  // header shares the handshake's deadline).
+  void ArmIdleTimer(double t) {
+    if (t < 0) return;
     const uint64_t generation = ++idle_generation_;
-    if (t < 0) t = server_->options_.keep_alive_timeout_s;
+    idle_timer_.cancel();
     if (t > 0) {
       idle_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::duration<double>(t)));
@@ -449,6 +496,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   tcp::socket socket_;
   std::shared_ptr<ServerCore> server_;
+  std::shared_ptr<asio::ssl::context> tls_context_;     // the context tls_ was made with
   std::optional<asio::ssl::stream<tcp::socket&>> tls_;  // HTTPS sessions
   asio::steady_timer drain_timer_;
   asio::steady_timer idle_timer_;
@@ -465,6 +513,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool next_after_watch_ = false;
   bool awaiting_header_ = false;
   uint64_t idle_generation_ = 0;
+  uint64_t requests_ = 0;  // requests whose header read began on this connection
   bool response_done_ = false;
   bool head_only_ = false;    // the request is a HEAD: Queue sends the head only
   bool head_queued_ = false;  // head_only_: the response's head was queued

@@ -24,7 +24,7 @@ def test_client_disconnect_aborts_the_request_in_vllm(cluster):
     # request id, which it sent upstream as x-request-id; vLLM logs the abort under it.
     def gateway_saw_it():
         with open(cluster.gateway_log, errors="replace") as f:
-            ids = re.findall(r"request (kgw-\d+): client disconnected", f.read())
+            ids = re.findall(r"request (kgw-[0-9a-f]+): client disconnected", f.read())
         return ids[-1] if ids else None
 
     rid = wait_for(gateway_saw_it, 30, what="the gateway's disconnect log line")

@@ -47,6 +47,10 @@ struct ParsedRequest {
   boost::json::value original;
   // Who sent it (gateway/front/tenants.h); set by the front after authentication.
   std::string tenant = "default";
+  // The request's id (x-request-id: the client's when valid, else generated; set by the
+  // gateway front): returned to the client, forwarded upstream, in /debug/decisions, the
+  // access log and usage records.
+  std::string request_id;
 };
 
 // Parses `body` (JSON, nesting up to kMaxJsonDepth) and reads it as below.

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/logging.h"
 #include "gateway/config/config_fields.h"
 
 namespace kinference::gateway {
@@ -62,7 +63,9 @@ KvEventsConfig ParseKvEvents(const YAML::Node& node, const std::string& where, s
 
 PoolConfig ParsePool(const YAML::Node& node, const std::string& where, ConfigMode mode) {
   if (!node.IsMap()) Fail(where, "expected a map with name, model, endpoints");
-  CheckKeys(node, where, {"name", "model", "endpoints", "max_in_flight", "kv_events"});
+  CheckKeys(
+      node, where,
+      {"name", "model", "endpoints", "max_in_flight", "kv_events", "api_key_env", "api_key_file"});
   PoolConfig pool;
   if (!node["name"]) Fail(where + ".name", "missing");
   pool.name = NonEmptyString(node["name"], where + ".name");
@@ -98,6 +101,12 @@ PoolConfig ParsePool(const YAML::Node& node, const std::string& where, ConfigMod
            "/kv_event_sources");
     pool.kv_events = ParseKvEvents(node["kv_events"], where + ".kv_events", pool.endpoints.size());
   }
+  if (node["api_key_env"])
+    pool.api_key_env = NonEmptyString(node["api_key_env"], where + ".api_key_env");
+  if (node["api_key_file"])
+    pool.api_key_file = NonEmptyString(node["api_key_file"], where + ".api_key_file");
+  if (!pool.api_key_env.empty() && !pool.api_key_file.empty())
+    Fail(where + ".api_key_env", "give at most one of api_key_env and api_key_file");
   return pool;
 }
 
@@ -125,21 +134,70 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode) {
     throw ConfigError(std::string("gateway config: invalid YAML: ") + e.what());
   }
   if (!root.IsMap()) throw ConfigError("gateway config: expected a map at the top level");
-  CheckKeys(
-      root, "",
-      {"listen", "strategy", "scrape_interval_s", "time_scale", "request_timeout_s",
-       "max_body_bytes", "block_chars", "router_seed", "drain_timeout_s", "upstream_streaming",
-       "pools", "tenants", "providers", "policies", "tagging", "admission", "backpressure"});
+  CheckKeys(root, "", {"listen",
+                       "strategy",
+                       "scrape_interval_s",
+                       "time_scale",
+                       "request_timeout_s",
+                       "max_body_bytes",
+                       "block_chars",
+                       "router_seed",
+                       "drain_timeout_s",
+                       "upstream_streaming",
+                       "pools",
+                       "tenants",
+                       "providers",
+                       "policies",
+                       "tagging",
+                       "admission",
+                       "backpressure",
+                       "server_timeouts",
+                       "log_format",
+                       "log_level"});
   GatewayConfig c;
   if (const auto listen = root["listen"]) {
     if (!listen.IsMap()) Fail("listen", "expected a map with address, port");
-    CheckKeys(listen, "listen", {"address", "port"});
+    CheckKeys(listen, "listen", {"address", "port", "tls"});
+    if (const auto tls = listen["tls"]) {
+      if (!tls.IsMap()) Fail("listen.tls", "expected a map with cert_file, key_file");
+      CheckKeys(tls, "listen.tls",
+                {"cert_file", "key_file", "client_ca_file", "reload_interval_s"});
+      if (!tls["cert_file"] || !tls["key_file"])
+        Fail("listen.tls", "cert_file and key_file are both required");
+      c.tls.cert_file = NonEmptyString(tls["cert_file"], "listen.tls.cert_file");
+      c.tls.key_file = NonEmptyString(tls["key_file"], "listen.tls.key_file");
+      if (tls["client_ca_file"])
+        c.tls.client_ca_file = NonEmptyString(tls["client_ca_file"], "listen.tls.client_ca_file");
+      if (tls["reload_interval_s"])
+        c.tls.reload_interval_s =
+            DurationS(tls["reload_interval_s"], "listen.tls.reload_interval_s",
+                      /*zero_allowed=*/true);
+    }
     if (listen["address"]) c.listen_address = NonEmptyString(listen["address"], "listen.address");
     if (listen["port"]) {
       int port = Scalar<int>(listen["port"], "listen.port", "an integer");
       if (port < 0 || port > 65535) Fail("listen.port", "must be 0..65535");
       c.listen_port = static_cast<uint16_t>(port);
     }
+  }
+  if (const auto t = root["server_timeouts"]) {
+    if (!t.IsMap()) Fail("server_timeouts", "expected a map with header_s, keep_alive_s, body_s");
+    CheckKeys(t, "server_timeouts", {"header_s", "keep_alive_s", "body_s"});
+    if (t["header_s"])
+      c.server_timeouts.header_s = DurationS(t["header_s"], "server_timeouts.header_s", true);
+    if (t["keep_alive_s"])
+      c.server_timeouts.keep_alive_s =
+          DurationS(t["keep_alive_s"], "server_timeouts.keep_alive_s", true);
+    if (t["body_s"])
+      c.server_timeouts.body_s = DurationS(t["body_s"], "server_timeouts.body_s", true);
+  }
+  if (root["log_format"]) {
+    c.log_format = NonEmptyString(root["log_format"], "log_format");
+    if (auto f = ParseLogFormat(c.log_format); !f.ok()) Fail("log_format", f.status().message());
+  }
+  if (root["log_level"]) {
+    c.log_level = NonEmptyString(root["log_level"], "log_level");
+    if (auto l = ParseLogLevel(c.log_level); !l.ok()) Fail("log_level", l.status().message());
   }
   if (root["strategy"]) c.strategy = NonEmptyString(root["strategy"], "strategy");
   if (root["scrape_interval_s"])

@@ -3,6 +3,10 @@
 //
 // Schema (every field but `pools` optional; defaults below):
 //   listen: {address: 127.0.0.1, port: 8000}   # port 0: pick a free port
+//     tls: {cert_file, key_file, client_ca_file, reload_interval_s: 10}  # HTTPS; see below
+//   server_timeouts: {header_s: 5, keep_alive_s: 5, body_s: 60}   # real seconds; see below
+//   log_format: text                            # text | json (--log-format overrides)
+//   log_level: info                             # trace..off (--log-level overrides)
 //   strategy: predicted-ttft                    # default routing strategy
 //   scrape_interval_s: 1.0                      # model seconds between /metrics scrapes
 //   time_scale: 1.0                             # router clock = RealClock(time_scale)
@@ -16,6 +20,8 @@
 //     - {name: a, model: m, endpoints: ["http://127.0.0.1:8001", ...],
 //        max_in_flight: 0}                      # per endpoint: N | 0 (no limit) | derive
 //       kv_events: {...}                        # precise prefix index (below)
+//       # api_key_env: VLLM_API_KEY | api_key_file: /run/secrets/vllm-key (optional; the
+//       # key of `vllm serve --api-key`, sent as Authorization: Bearer; PoolConfig)
 //   admission: {max_queue: 256, queue_timeout_s: 10}   # per pool; docs/reliability.md
 //   backpressure: {client_buffer_bytes: 262144, client_stall_timeout_s: 30}
 //   tenants: {...}                              # API-key tenants (gateway/front/tenants.h)
@@ -55,6 +61,19 @@
 // break their ties differently instead of all sending to the same endpoint: with one
 // fixed seed, 4 replicas behind a burst act as one router placing 4 copies of each
 // choice (docs/routing.md, "Several gateway replicas"). Set it for reproducible runs.
+// listen.tls: serve HTTPS with the PEM certificate chain `cert_file` and key `key_file`
+// (both required); with `client_ca_file`, only clients presenting a certificate that
+// verifies against that CA bundle are served (mutual TLS). The files are checked every
+// `reload_interval_s` real seconds (0: never) and reloaded when they change, without a
+// restart; a replacement that does not load is logged and the previous certificate stays
+// (http/tls_server.h). Relative paths are relative to the working directory.
+// server_timeouts (real seconds, never scaled; 0: no limit; http/server.h): `header_s`,
+// a request's header must arrive within this after its first byte (a new connection's,
+// TLS handshake included, after accept); `keep_alive_s`, an idle kept-alive connection is
+// closed after this (uvicorn's default, as vLLM); `body_s`, a request's body must arrive
+// within this after its header.
+// log_format / log_level: see common/logging.h; the command line's --log-format and
+// --log-level override them, SIGUSR1 / SIGUSR2 step the level at run time.
 // Several pools may serve the same or different models. Unknown keys are errors
 // (they are almost always typos), so later features add their keys here.
 //
@@ -102,6 +121,12 @@ struct PoolConfig {
   // (running 1, waiting > 0) would teach a concurrency of 1 that nothing raises again.
   int max_in_flight = 0;
   std::optional<KvEventsConfig> kv_events;
+  // The key its vLLM replicas were started with (`vllm serve --api-key`), sent as
+  // `Authorization: Bearer` on every request to them: named by an environment variable or
+  // a file (at most one; neither: no key). Read once at start-up; never logged. With
+  // --kubernetes, a settings entry's key goes to its InferencePool's Pods.
+  std::string api_key_env;
+  std::string api_key_file;
 };
 
 // Admission control (gateway/admission_gate.h): the wait queue of each pool.
@@ -124,9 +149,28 @@ struct BackpressureConfig {
 // How non-streamed client requests go upstream (see upstream_streaming above).
 enum class UpstreamStreaming { kAlways, kAsRequested };
 
+// HTTPS on the listener (listen.tls).
+struct ListenTlsConfig {
+  std::string cert_file;  // empty: plain HTTP
+  std::string key_file;
+  std::string client_ca_file;     // non-empty: client certificates required
+  double reload_interval_s = 10;  // real seconds; 0: never reloaded
+};
+
+// Server-side timeouts (server_timeouts), real seconds; defaults in http/server.h.
+struct ServerTimeoutsConfig {
+  double header_s = 5;
+  double keep_alive_s = 5;
+  double body_s = 60;
+};
+
 struct GatewayConfig {
   std::string listen_address = "127.0.0.1";
   uint16_t listen_port = 8000;
+  ListenTlsConfig tls;
+  ServerTimeoutsConfig server_timeouts;
+  std::string log_format = "text";  // common/logging.h ParseLogFormat
+  std::string log_level = "info";   // common/logging.h ParseLogLevel
   std::string strategy = "predicted-ttft";
   double scrape_interval_s = 1.0;
   double time_scale = 1.0;

@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "api/openai/error.h"
+#include "common/logging.h"
+#include "common/redact.h"
 #include "gateway/upstream/upstream_call.h"
 
 namespace kinference::gateway {
@@ -29,7 +31,8 @@ Exchange::Exchange(std::shared_ptr<GatewayContext> ctx,
       writer_(std::move(writer)),
       req_(std::move(request)),
       features_(std::move(features)),
-      base_request_id_(features_.request_id),
+      router_key_(features_.request_id),
+      requested_model_(req_.model),
       strategy_(std::move(strategy)),
       path_(std::move(path)),
       arrival_(arrival),
@@ -118,10 +121,9 @@ void Exchange::Attempt() {
     return FailBeforeResponse(Status(ErrorCode::kInternal, "router picked an unknown endpoint"),
                               "none");
   }
-  features_.request_id = tried_.empty()
-                             ? base_request_id_
-                             : base_request_id_ + "-retry" + std::to_string(tried_.size());
-  record_.request_id = features_.request_id;
+  features_.request_id =
+      tried_.empty() ? router_key_ : router_key_ + "-retry" + std::to_string(tried_.size());
+  record_.request_id = req_.request_id;  // the id the client sees (x-request-id)
   record_.endpoint = decision_.endpoint;
   record_.predicted_ttft_s = decision_.predicted_ttft_s;
   if (!ep->provider) ctx_->stats.RecordPrefixIndex(decision_.precise);
@@ -138,7 +140,7 @@ void Exchange::Attempt() {
   const bool stream_upstream = !streamed_body_.empty();
   auto call =
       BuildUpstreamCall(ctx_->config, *ep, req_, stream_upstream ? streamed_body_ : upstream_body_,
-                        path_, features_.request_id, native, stream_upstream);
+                        path_, req_.request_id, native, stream_upstream);
   if (!call.ok()) return FailUnsendable(call.status());
   relay_raw_ = call->passthrough;
   if (call->assembled) assembler_.emplace(req_.kind);
@@ -170,7 +172,7 @@ void Exchange::Admitted() {
 void Exchange::Refused(const Status& s, int retry_after_s) {
   ticket_.reset();
   if (finished_) return;
-  spdlog::info("request {}: {}", base_request_id_, s.message());
+  spdlog::info("request {}: {}", req_.request_id, s.message());
   http::Headers h;
   h.Add("Retry-After", std::to_string(retry_after_s));
   FailBeforeResponse(s, "none", "overloaded", std::move(h));
@@ -202,7 +204,7 @@ void Exchange::FailUnsendable(const Status& s) {
 
 bool Exchange::Abort(const Status& s) {
   if (finished_) return false;
-  spdlog::warn("request {}: aborted: {}", base_request_id_, s.message());
+  spdlog::warn("request {}: aborted: {}", req_.request_id, s.message());
   finished_ = true;  // the cancelled call's completion is ignored
   LeaveQueue();
   if (call_) {
@@ -224,7 +226,7 @@ bool Exchange::Abort(const Status& s) {
 
 void Exchange::OnClientClosed() {
   if (finished_) return;
-  spdlog::info("request {}: client disconnected; cancelling upstream", base_request_id_);
+  spdlog::info("request {}: client disconnected; cancelling upstream", req_.request_id);
   LeaveQueue();
   if (call_) {
     auto call = call_;  // Cancel may complete the call and reset call_
@@ -242,15 +244,15 @@ bool Exchange::ApplyPolicies() {
     return SupportsRequest(ep, req_.kind, native);
   });
   if (!ev.ok()) {
-    record_ = RejectionRecord(policy_, ev.status(), now, base_request_id_);
+    record_ = RejectionRecord(policy_, ev.status(), now, req_.request_id);
     CountDecision(*ctx_, record_);
     LogDecision(*ctx_, record_);
-    spdlog::info("request {}: {}", base_request_id_, ev.status().message());
+    spdlog::info("request {}: {}", req_.request_id, ev.status().message());
     FailBeforeResponse(ev.status(), "none", "rejected");
     return false;
   }
   priority_ = static_cast<int>(ev->request_priority.value_or(0));
-  record_ = policy::RoutedRecord(*ev, policy_.info, now, base_request_id_, "", 0);
+  record_ = policy::RoutedRecord(*ev, policy_.info, now, req_.request_id, "", 0);
   record_.predicted_ttft_s.reset();
   CountDecision(*ctx_, record_);
   allowed_ = AllowedEndpoints(*ctx_, *ev, req_.model);
@@ -263,8 +265,13 @@ bool Exchange::ApplyPolicies() {
   return true;
 }
 
+std::string Exchange::GatewayMessage(std::string_view what) const {
+  return fmt::format("{}; request id {}.", what, req_.request_id);
+}
+
 http::Headers Exchange::DecisionHeaders() const {
   http::Headers h;
+  h.Add(kRequestIdHeader, req_.request_id);
   if (evaluated_) h.Add(std::string(policy::kDecisionHeader), DecisionHeaderValue(record_));
   return h;
 }
@@ -278,6 +285,7 @@ void Exchange::FailBeforeResponse(const Status& s, const std::string& endpoint, 
                          : !strategy_.empty()        ? strategy_
                                                      : ctx_->config.strategy;
   ctx_->stats.RecordRequest(endpoint, strategy, outcome);
+  LogAccess(outcome, HttpStatusFor(s.code()), s.message());
   if (evaluated_ && record_.outcome == "routed" && record_.endpoint.empty()) {
     record_.outcome = "error";  // evaluated, but nothing could be picked
     record_.endpoint = "none";
@@ -292,11 +300,46 @@ void Exchange::FailBeforeResponse(const Status& s, const std::string& endpoint, 
                 std::move(headers));
 }
 
+void Exchange::LogAccess(const char* outcome, int status, const std::string& error) {
+  if (CurrentLogLevel() > LogLevel::kInfo) return;
+  Seconds now = ctx_->clock.Now();
+  std::string strategy = !decision_.strategy.empty() ? decision_.strategy
+                         : !strategy_.empty()        ? strategy_
+                                                     : ctx_->config.strategy;
+  LogFields f = {
+      {"request_id", req_.request_id},
+      {"tenant", req_.tenant},
+      {"model_requested", requested_model_},
+      {"model_served", req_.model},
+      {"endpoint", decision_.endpoint.empty() ? std::string("none") : decision_.endpoint},
+      {"strategy", strategy},
+      {"stream", int64_t{req_.stream ? 1 : 0}},
+      {"status", int64_t{status}},
+      {"outcome", std::string(outcome)},
+      {"attempts", int64_t{static_cast<int64_t>(tried_.size()) + (dispatched_ ? 1 : 0)}},
+  };
+  if (dispatched_) f.emplace_back("predicted_ttft_s", decision_.predicted_ttft_s);
+  if (first_token_) f.emplace_back("ttft_s", *first_token_ - arrival_);
+  if (usage_) {
+    f.emplace_back("prompt_tokens", int64_t{usage_->prompt_tokens});
+    f.emplace_back("cached_tokens", int64_t{usage_->cached_tokens});
+    f.emplace_back("completion_tokens", int64_t{usage_->completion_tokens});
+  }
+  f.emplace_back("duration_s", now - arrival_);
+  // An upstream's error text may echo a key: redacted (common/redact.h).
+  if (!error.empty()) f.emplace_back("error", RedactSecrets(error, ctx_->ApiKeys()));
+  LogEvent(LogLevel::kInfo, "access", "request", f);
+}
+
 void Exchange::Finish(routing::Outcome outcome, const char* label) {
   finished_ = true;
   LeaveQueue();
   if (stall_timer_) stall_timer_->cancel();
   Seconds now = ctx_->clock.Now();
+  LogAccess(
+      label,
+      upstream_status_ ? upstream_status_ : (outcome == routing::Outcome::kCancelled ? 499 : 502),
+      outcome == routing::Outcome::kSuccess ? std::string() : last_error_);
   if (dispatched_) {
     ctx_->router.OnFinished(features_.request_id, ToRouting(usage_.value_or(api::Usage{})), outcome,
                             now);
@@ -323,7 +366,7 @@ bool Exchange::CanRetry() const {
   return retries_ < budget;
 }
 
-http::Headers Exchange::RoutedHeaders() const {
+http::Headers Exchange::RoutedHeaders() const {  // DecisionHeaders + routing facts
   http::Headers h = DecisionHeaders();
   h.Add(kModelHeader, req_.model);  // the served model (a policy may pick an alternative)
   h.Add("x-kinference-endpoint", decision_.endpoint);

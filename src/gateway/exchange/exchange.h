@@ -45,7 +45,8 @@ namespace kinference::gateway {
 // upstream read pauses until half of it drained; a client that stays stalled for
 // client_stall_timeout_s is disconnected and the upstream call cancelled.
 // Upstream errors: a 5xx body is logged (secrets redacted) and the client gets the
-// gateway's own message with the status class and the request id; 4xx bodies are passed
+// gateway's own message with the status class and the request id (req_.request_id, the
+// x-request-id the client gets back: one id in headers, bodies and logs); 4xx bodies are passed
 // on with secrets redacted; no message names an upstream address.
 class Exchange : public InFlightRequest,
                  public AdmissionWaiter,
@@ -85,7 +86,12 @@ class Exchange : public InFlightRequest,
   // the router may pick (allowed_), switches to an alternative model, or answers the
   // rejection (false).
   bool ApplyPolicies();
-  // x-kinference-decision once policies were evaluated (also on errors after that).
+  // The gateway's own words for a failure the client sees, stamped with the request id
+  // (the x-request-id it gets back): "<what>; request id <id>." The one place error
+  // messages get the id; the upstream's own words and addresses go to the log only.
+  std::string GatewayMessage(std::string_view what) const;
+  // x-request-id always, x-kinference-decision once policies were evaluated (also on
+  // errors after that).
   http::Headers DecisionHeaders() const;
   // No upstream response to relay: answer with an error in the API's shape.
   void FailBeforeResponse(const Status& s, const std::string& endpoint,
@@ -97,6 +103,10 @@ class Exchange : public InFlightRequest,
   // Leaves the admission queue (client gone, aborted).
   void LeaveQueue();
   void Finish(routing::Outcome outcome, const char* label);
+  // The request's one access-log line (common/logging.h event "access"): request id,
+  // tenant, models requested and served, endpoint, strategy, predicted and observed TTFT,
+  // tokens, the status the client got, outcome, duration. No header values (no keys).
+  void LogAccess(const char* outcome, int status, const std::string& error);
   // Whether a failure before the first byte on the current endpoint may be retried:
   // once for local endpoints, retries_before_first_byte times for a provider.
   bool CanRetry() const;
@@ -143,8 +153,11 @@ class Exchange : public InFlightRequest,
   std::shared_ptr<http::ResponseWriter> writer_;
   api::ParsedRequest req_;
   routing::RequestFeatures features_;
-  std::string base_request_id_;
-  std::string strategy_;  // as requested; empty: the config default
+  // The router's in-flight key (features_.request_id of the first attempt; retries add
+  // "-retryN"). Logs and messages name the request by req_.request_id (x-request-id).
+  std::string router_key_;
+  std::string requested_model_;  // the client's model (a policy may serve another)
+  std::string strategy_;         // as requested; empty: the config default
   std::string path_;
   std::string upstream_body_;
   std::string streamed_body_;  // empty: non-streamed requests go upstream as they are

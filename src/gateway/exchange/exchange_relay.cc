@@ -46,14 +46,6 @@ std::string UpstreamErrorType(std::string_view body) {
   return type != nullptr && type->is_string() ? std::string(type->get_string()) : std::string();
 }
 
-// The providers' API keys, which an upstream's words must not show anyone.
-std::vector<std::string> ApiKeys(const GatewayContext& ctx) {
-  std::vector<std::string> keys;
-  for (const auto& ep : ctx.endpoints)
-    if (!ep.api_key.empty()) keys.push_back(ep.api_key);
-  return keys;
-}
-
 }  // namespace
 
 void Exchange::OnHeaders(int status, const http::Headers& headers) {
@@ -128,7 +120,7 @@ void Exchange::OnClientStalled() {
   spdlog::warn(
       "request {}: client took nothing for {} s ({} bytes queued); closing it and "
       "cancelling the upstream request",
-      base_request_id_, ctx_->config.backpressure.client_stall_timeout_s, writer_->pending_bytes());
+      req_.request_id, ctx_->config.backpressure.client_stall_timeout_s, writer_->pending_bytes());
   ctx_->stats.RecordClientStall();
   finished_ = true;  // the cancelled call's completion is ignored
   if (call_) {
@@ -187,9 +179,9 @@ void Exchange::OnEvent(const api::SseEvent& ev) {
   if (info.usage_only && !req_.client_wants_usage) return;
   // An upstream error event: the gateway's own (status class, request id); the upstream's
   // words go to the log, redacted.
-  if (auto own = api::ReplaceUpstreamStreamError(ev.data, base_request_id_)) {
-    spdlog::warn("request {}: upstream {} reported an error mid-stream: {}", base_request_id_,
-                 decision_.endpoint, RedactSecrets(ev.data, ApiKeys(*ctx_)));
+  if (auto own = api::ReplaceUpstreamStreamError(ev.data, req_.request_id)) {
+    spdlog::warn("request {}: upstream {} reported an error mid-stream: {}", req_.request_id,
+                 decision_.endpoint, RedactSecrets(ev.data, ctx_->ApiKeys()));
     return writer_->Write(api::FormatSse(*own, ev.event));
   }
   writer_->Write(api::FormatSse(ev.data, ev.event));
@@ -211,18 +203,14 @@ void Exchange::OnComplete(Status status) {
   if ((retry_pending_ || connect_failure || dropped_before_body) && CanRetry()) {
     // The log has the details (an address, the upstream's words); the client message
     // names neither.
-    spdlog::warn("request {}: upstream {} {}; retrying on another endpoint", base_request_id_,
+    spdlog::warn("request {}: upstream {} {}; retrying on another endpoint", req_.request_id,
                  decision_.endpoint,
                  retry_pending_ ? fmt::format("answered {}", upstream_status_)
                                 : fmt::format("failed: {}", status.message()));
-    last_error_ =
+    last_error_ = GatewayMessage(
         retry_pending_
-            ? fmt::format("The model server failed (upstream status {}xx); request id {}.",
-                          upstream_status_ / 100, base_request_id_)
-            : fmt::format(
-                  "The model server could not be reached or closed the connection; "
-                  "request id {}.",
-                  base_request_id_);
+            ? fmt::format("The model server failed (upstream status {}xx)", upstream_status_ / 100)
+            : std::string("The model server could not be reached or closed the connection"));
     stream_pending_ = false;
     ctx_->router.OnFinished(features_.request_id, {}, routing::Outcome::kError, ctx_->clock.Now());
     ctx_->stats.RecordRetry(decision_.endpoint);
@@ -245,18 +233,14 @@ void Exchange::OnComplete(Status status) {
   if (stream_pending_ && status.ok()) StartClientStream();
   stream_pending_ = false;
   if (!status.ok()) {
-    spdlog::warn("request {}: upstream {} failed: {}", base_request_id_, decision_.endpoint,
+    spdlog::warn("request {}: upstream {} failed: {}", req_.request_id, decision_.endpoint,
                  status.message());
     ErrorCode code = status.code() == ErrorCode::kDeadlineExceeded ? ErrorCode::kDeadlineExceeded
                                                                    : ErrorCode::kUnavailable;
     std::string message =
-        code == ErrorCode::kDeadlineExceeded
-            ? fmt::format(
-                  "The model server did not finish within the request timeout; "
-                  "request id {}.",
-                  base_request_id_)
-            : fmt::format("The connection to the model server failed; request id {}.",
-                          base_request_id_);
+        GatewayMessage(code == ErrorCode::kDeadlineExceeded
+                           ? "The model server did not finish within the request timeout"
+                           : "The connection to the model server failed");
     Status err(code, message);
     if (response_started_) {
       writer_->Write(StreamErrorBytes(err));
@@ -347,12 +331,12 @@ void Exchange::RecordEndpointResult(const Status& status) {
 
 void Exchange::SanitizeUpstreamError() {
   if (upstream_status_ < 400) return;
-  std::vector<std::string> keys = ApiKeys(*ctx_);
+  const std::vector<std::string> keys = ctx_->ApiKeys();
   if (upstream_status_ < 500 && body_.size() <= kMaxRedactedBytes) {
     body_ = RedactSecrets(body_, keys);  // the client's own mistake: its words help it
     return;
   }
-  spdlog::warn("request {}: upstream {} answered {}: {}", base_request_id_, decision_.endpoint,
+  spdlog::warn("request {}: upstream {} answered {}: {}", req_.request_id, decision_.endpoint,
                upstream_status_, RedactSecrets(body_, keys));
   // Overload keeps its class (Anthropic's 529 / overloaded_error; SDKs back off on it):
   // 503 overloaded_error here, 529 again on /v1/messages. The words are the gateway's.
@@ -361,11 +345,12 @@ void Exchange::SanitizeUpstreamError() {
                : upstream_status_ == 503 || upstream_status_ == 504 ? upstream_status_
                : upstream_status_ >= 500                            ? kBadGateway
                                                                     : upstream_status_;
-  std::string message = fmt::format("The model server {} (upstream status {}xx); request id {}.",
-                                    overloaded                ? "is overloaded"
-                                    : upstream_status_ >= 500 ? "failed"
-                                                              : "rejected the request",
-                                    upstream_status_ / 100, base_request_id_);
+  std::string message =
+      GatewayMessage(fmt::format("The model server {} (upstream status {}xx)",
+                                 overloaded                ? "is overloaded"
+                                 : upstream_status_ >= 500 ? "failed"
+                                                           : "rejected the request",
+                                 upstream_status_ / 100));
   const char* type = overloaded                ? "overloaded_error"
                      : upstream_status_ >= 500 ? "api_error"
                                                : "invalid_request_error";
@@ -379,8 +364,7 @@ void Exchange::SanitizeUpstreamError() {
 void Exchange::FailCredentialsRejected() {
   std::string message = fmt::format("upstream {} rejected the gateway's credentials ({})",
                                     decision_.endpoint, upstream_status_);
-  spdlog::error("request {}: {}; check the api key the gateway sends it", base_request_id_,
-                message);
+  spdlog::error("request {}: {}; check the api key the gateway sends it", req_.request_id, message);
   if (relay_raw_) {
     writer_->Send(kBadGateway, "application/json", api::anthropic::ErrorBody("api_error", message),
                   RoutedHeaders());
@@ -394,11 +378,10 @@ void Exchange::FailCredentialsRejected() {
 
 void Exchange::FailAssembly(const Status& s) {
   // The log has the endpoint and the upstream's words (redacted); the client the gateway's.
-  spdlog::warn("request {}: upstream {}: {}{}{}", base_request_id_, decision_.endpoint, s.message(),
+  spdlog::warn("request {}: upstream {}: {}{}{}", req_.request_id, decision_.endpoint, s.message(),
                assembler_->upstream_error().empty() ? "" : ": ",
-               RedactSecrets(assembler_->upstream_error(), ApiKeys(*ctx_)));
-  std::string message =
-      fmt::format("The model server's response stream failed; request id {}.", base_request_id_);
+               RedactSecrets(assembler_->upstream_error(), ctx_->ApiKeys()));
+  std::string message = GatewayMessage("The model server's response stream failed");
   if (codec_) {  // the Anthropic front maps an upstream 502 to its own shape
     codec_->SendBody(*writer_, kBadGateway, BadGatewayBody(message), RoutedHeaders());
   } else {
@@ -412,7 +395,7 @@ void Exchange::RelayWholeBody() {
   if (upstream_status_ == 200 && t.status != 200) {
     std::string message =
         fmt::format("upstream {} answered 200 without a message", decision_.endpoint);
-    spdlog::warn("request {}: {}", base_request_id_, message);
+    spdlog::warn("request {}: {}", req_.request_id, message);
     writer_->Send(kBadGateway, "application/json", api::anthropic::ErrorBody("api_error", message),
                   RoutedHeaders());
     return Finish(routing::Outcome::kError, "error");

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "api/openai/error.h"
 #include "api/openai/validate.h"
+#include "common/logging.h"
 #include "gateway/exchange/exchange.h"
 #include "gateway/exchange/policy_gate.h"
 
@@ -19,18 +21,54 @@ size_t AbortInFlight(GatewayContext& ctx, const Status& status) {
   return n;
 }
 
+bool ValidRequestId(std::string_view id) {
+  if (id.empty() || id.size() > 128) return false;
+  for (char c : id) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '/' || c == '+' || c == '=' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+void LogRefused(const std::string& request_id, const std::string& tenant, const std::string& model,
+                const Status& s) {
+  LogEvent(LogLevel::kInfo, "access", "request",
+           {{"request_id", request_id},
+            {"tenant", tenant.empty() ? std::string("none") : tenant},
+            {"model_requested", model},
+            {"endpoint", std::string("none")},
+            {"status", int64_t{HttpStatusFor(s.code())}},
+            {"outcome", std::string("refused")},
+            {"error", s.message()}});
+}
+
+std::string RequestIdFor(GatewayContext& ctx, const http::Headers& headers) {
+  std::string_view given = headers.Find(kRequestIdHeader);
+  if (ValidRequestId(given)) return std::string(given);
+  return fmt::format("kgw-{:016x}{:016x}", ctx.request_id_prefix, ctx.next_request_id++);
+}
+
 void HandleCompletion(const std::shared_ptr<GatewayContext>& ctx, api::ApiKind kind,
                       http::Request request, std::shared_ptr<http::ResponseWriter> writer) {
   Seconds arrival = ctx->clock.Now();
+  std::string request_id = RequestIdFor(*ctx, request.headers);
+  auto refuse = [&](const std::string& tenant, const Status& s) {
+    LogRefused(request_id, tenant, "", s);
+    http::Headers id;
+    id.Add(kRequestIdHeader, request_id);
+    writer->Send(HttpStatusFor(s.code()), "application/json", api::OpenAiErrorBody(s),
+                 std::move(id));
+  };
   auto tenant = Identify(ctx->config.tenants, request.headers, ApiFront::kOpenAi);
-  if (!tenant.ok()) return http::SendOpenAiError(*writer, tenant.status());
+  if (!tenant.ok()) return refuse("", tenant.status());
   if (Status ct = api::CheckJsonContentType(request.headers.Find("content-type")); !ct.ok())
-    return http::SendOpenAiError(*writer, ct);
+    return refuse(*tenant, ct);
   auto parsed = api::ParseRequest(kind, request.body);
-  if (!parsed.ok()) return http::SendOpenAiError(*writer, parsed.status());
-  if (Status v = api::ValidateOpenAiFields(kind, parsed->body); !v.ok())
-    return http::SendOpenAiError(*writer, v);
+  if (!parsed.ok()) return refuse(*tenant, parsed.status());
+  if (Status v = api::ValidateOpenAiFields(kind, parsed->body); !v.ok()) return refuse(*tenant, v);
   parsed->tenant = std::move(*tenant);
+  parsed->request_id = std::move(request_id);
   HandleParsed(ctx, std::move(*parsed), std::move(request.path), request.headers, arrival,
                std::move(writer), nullptr);
 }
@@ -39,9 +77,13 @@ void HandleParsed(const std::shared_ptr<GatewayContext>& ctx, api::ParsedRequest
                   std::string upstream_path, const http::Headers& headers, Seconds arrival,
                   std::shared_ptr<http::ResponseWriter> writer,
                   std::shared_ptr<ResponseCodec> codec) {
+  if (parsed.request_id.empty()) parsed.request_id = RequestIdFor(*ctx, headers);
   auto fail = [&](const Status& s) {
-    if (codec) return codec->SendError(*writer, s, {});
-    http::SendOpenAiError(*writer, s);
+    LogRefused(parsed.request_id, parsed.tenant, parsed.model, s);
+    http::Headers id;
+    id.Add(kRequestIdHeader, parsed.request_id);
+    if (codec) return codec->SendError(*writer, s, id);
+    writer->Send(HttpStatusFor(s.code()), "application/json", api::OpenAiErrorBody(s), id);
   };
   if (!ctx->ServesModel(parsed.model)) {
     Status s(ErrorCode::kNotFound, "The model `" + parsed.model + "` does not exist.");
@@ -62,7 +104,8 @@ void HandleParsed(const std::shared_ptr<GatewayContext>& ctx, api::ParsedRequest
     return fail(s);
   }
   routing::RequestFeatures features;
-  features.request_id = fmt::format("kgw-{}", ctx->next_request_id++);
+  // The router's key for in-flight bookkeeping: unique even when clients reuse an id.
+  features.request_id = fmt::format("{}#{}", parsed.request_id, ctx->next_request_id++);
   features.model = parsed.model;
   features.block_hashes = routing::ChainedBlockHashes(parsed.prompt_text, ctx->config.block_chars);
   features.prompt_chars = parsed.prompt_text.size();

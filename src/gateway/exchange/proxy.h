@@ -80,6 +80,19 @@ namespace kinference::gateway {
 
 // Header naming the strategy for one request (overrides the config default).
 inline constexpr const char* kStrategyHeader = "x-kinference-strategy";
+// The request id header (de facto standard, as Envoy and vLLM use it).
+inline constexpr const char* kRequestIdHeader = "x-request-id";
+// A client's x-request-id is kept when it is 1..128 characters of [A-Za-z0-9._:/+=-]
+// (enough for UUIDs, ULIDs, base64 and tracing ids; nothing that could break a log line
+// or a header); otherwise, or when absent, the gateway makes one: "kgw-" and 32 hex
+// digits, a per-process random prefix and a counter. RequestIdFor is the one generator;
+// the id travels as api::ParsedRequest::request_id from there on.
+bool ValidRequestId(std::string_view id);
+std::string RequestIdFor(GatewayContext& ctx, const http::Headers& headers);
+// The access-log line of a request refused before routing (authentication, a body that
+// does not parse, an unknown model or strategy): outcome "refused".
+void LogRefused(const std::string& request_id, const std::string& tenant, const std::string& model,
+                const Status& s);
 
 void HandleCompletion(const std::shared_ptr<GatewayContext>& ctx, api::ApiKind kind,
                       http::Request request, std::shared_ptr<http::ResponseWriter> writer);

@@ -59,19 +59,27 @@ bool AnthropicProviderServes(const GatewayContext& ctx, const std::string& model
 void HandleMessages(const std::shared_ptr<GatewayContext>& ctx, http::Request request,
                     std::shared_ptr<http::ResponseWriter> writer) {
   Seconds arrival = ctx->clock.Now();
+  std::string request_id = RequestIdFor(*ctx, request.headers);
+  auto refuse = [&](const std::string& tenant, const std::string& model, const Status& s) {
+    LogRefused(request_id, tenant, model, s);
+    http::Headers id;
+    id.Add(kRequestIdHeader, request_id);
+    SendAnthropicError(*writer, s, std::move(id));
+  };
   auto tenant = Identify(ctx->config.tenants, request.headers, ApiFront::kAnthropic);
-  if (!tenant.ok()) return SendAnthropicError(*writer, tenant.status());
+  if (!tenant.ok()) return refuse("", "", tenant.status());
   if (Status ct = api::CheckJsonContentType(request.headers.Find("content-type")); !ct.ok())
-    return SendAnthropicError(*writer, ct);
+    return refuse(*tenant, "", ct);
   // The body's one parse: the equivalent chat completion to route, and the client's own
   // body (taggers scan it; an Anthropic provider gets it natively).
   auto parsed = ParseMessages(request.body);
-  if (!parsed.ok()) return SendAnthropicError(*writer, parsed.status());
+  if (!parsed.ok()) return refuse(*tenant, "", parsed.status());
   api::ParsedRequest& req = parsed->request;
   // Untranslatable requests (images, documents, server tools...) are fine for an
   // Anthropic provider only.
   if (!parsed->untranslatable.ok() && !AnthropicProviderServes(*ctx, req.model))
-    return SendAnthropicError(*writer, parsed->untranslatable);
+    return refuse(*tenant, req.model, parsed->untranslatable);
+  req.request_id = std::move(request_id);
   NativeRequest native{std::string(request.headers.Find("anthropic-version")),
                        std::string(request.headers.Find("anthropic-beta")), parsed->untranslatable};
   req.tenant = std::move(*tenant);

@@ -39,6 +39,8 @@
 //       fill (index cleared)
 //   kinference_kv_events_publisher_restarts_total{endpoint} counter, sequence went back
 //   kinference_kv_events_disconnects_total{endpoint}        counter, publisher went away
+//   kinference_build_info{version,revision,build_type}      gauge, 1 (common/build_info.h;
+//                                                           appended by the /metrics route)
 // Bucket bounds of the first three are vLLM V1's (vllm/v1/metrics/loggers.py:
 // vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
 // vllm:e2e_request_latency_seconds), so dashboards for vLLM read ours the same way.

@@ -126,19 +126,22 @@ std::vector<ProviderConfig> ParseProvidersConfig(const YAML::Node& node) {
 }
 
 std::string LoadProviderApiKey(const ProviderConfig& p, const std::string& where) {
-  if (!p.api_key_env.empty()) {
-    const char* v = std::getenv(p.api_key_env.c_str());
+  return LoadApiKey(p.api_key_env, p.api_key_file, where);
+}
+
+std::string LoadApiKey(const std::string& env, const std::string& file, const std::string& where) {
+  if (!env.empty()) {
+    const char* v = std::getenv(env.c_str());
     std::string key = v ? Trim(v) : std::string();
-    if (key.empty())
-      Fail(where + ".api_key_env", "environment variable " + p.api_key_env + " is not set");
+    if (key.empty()) Fail(where + ".api_key_env", "environment variable " + env + " is not set");
     return key;
   }
-  std::ifstream in(p.api_key_file);
-  if (!in) Fail(where + ".api_key_file", "cannot read '" + p.api_key_file + "'");
+  std::ifstream in(file);
+  if (!in) Fail(where + ".api_key_file", "cannot read '" + file + "'");
   std::stringstream ss;
   ss << in.rdbuf();
   std::string key = Trim(ss.str());
-  if (key.empty()) Fail(where + ".api_key_file", "'" + p.api_key_file + "' is empty");
+  if (key.empty()) Fail(where + ".api_key_file", "'" + file + "' is empty");
   return key;
 }
 

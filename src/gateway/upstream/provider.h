@@ -96,6 +96,9 @@ std::vector<ProviderConfig> ParseProvidersConfig(const YAML::Node& node);
 // `where` is e.g. "providers[0]". Throws ConfigError naming the field when the variable
 // is unset or empty or the file cannot be read or is empty.
 std::string LoadProviderApiKey(const ProviderConfig& provider, const std::string& where);
+// The same for any `api_key_env` / `api_key_file` pair (exactly one non-empty), e.g. a
+// local pool's key (config.h).
+std::string LoadApiKey(const std::string& env, const std::string& file, const std::string& where);
 
 // Checks ca_file (when set) at start-up, with OpenSSL as the TLS client will load it:
 // throws ConfigError naming `where`.ca_file when the file is missing or unreadable or

@@ -45,6 +45,9 @@ void Scraper::ScrapeOne(Endpoint& ep) {
   req.port = ep.address.port;
   req.target = "/metrics";
   req.content_type.clear();
+  // A pool's key (vllm serve --api-key): sent on scrapes too, for vLLM versions that guard
+  // /metrics with it; ignored by those that do not.
+  if (!ep.api_key.empty()) req.headers.Add("authorization", "Bearer " + ep.api_key);
   double limit = std::max(1.0, ctx_->config.RealSeconds(ctx_->config.scrape_interval_s));
   req.connect_timeout_s = limit;
   req.header_timeout_s = limit;

@@ -95,6 +95,8 @@ Result<UpstreamCall> BuildUpstreamCall(const GatewayConfig& config, const Endpoi
     call.ca_file = p->ca_file;
     call.ca_pem = p->ca_pem;
     if (p->timeout_s > 0) timeout_model_s = p->timeout_s;
+  } else if (!ep.api_key.empty()) {
+    call.headers.Add("authorization", "Bearer " + ep.api_key);  // vllm serve --api-key
   }
   const double timeout_s = config.RealSeconds(timeout_model_s);
   call.connect_timeout_s = std::min(kConnectTimeoutS, timeout_s);

@@ -60,13 +60,14 @@ struct UpstreamCall {
 
 // The call for one attempt of `req` on `ep`: POST `path` (a provider's own target path
 // for it), `upstream_body` for local endpoints (UpstreamBody(req), kept by the caller),
-// x-request-id `request_id`, connect/header/idle timeouts from the config (a provider's
-// timeout_s when set) in real seconds; an assembled call also gets that timeout for the
-// whole call (http::ClientRequest::total_timeout_s), so that request_timeout_s bounds a
-// non-streamed request from dispatch to the end of its stream, as it does one sent whole
-// (whose head only comes with the whole answer). `native`: the client's own Anthropic request
-// (ResponseCodec::native_anthropic), or nullptr. `stream_upstream`: `req` is not streamed
-// but is to be streamed to an OpenAI-shaped endpoint (StreamsFaithfully checked by the
+// x-request-id `request_id`, `Authorization: Bearer` with the endpoint's key (a provider's,
+// or a local pool's api_key_env/api_key_file for `vllm serve --api-key`), connect/header/idle
+// timeouts from the config (a provider's timeout_s when set) in real seconds; an assembled call
+// also gets that timeout for the whole call (http::ClientRequest::total_timeout_s), so that
+// request_timeout_s bounds a non-streamed request from dispatch to the end of its stream, as it
+// does one sent whole (whose head only comes with the whole answer). `native`: the client's own
+// Anthropic request (ResponseCodec::native_anthropic), or nullptr. `stream_upstream`: `req` is not
+// streamed but is to be streamed to an OpenAI-shaped endpoint (StreamsFaithfully checked by the
 // caller); `upstream_body` is then StreamedUpstreamBody(req). Anthropic providers get
 // the request as the client sent it.
 Result<UpstreamCall> BuildUpstreamCall(const GatewayConfig& config, const Endpoint& ep,
