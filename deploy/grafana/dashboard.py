@@ -2,10 +2,12 @@
 """Generates deploy/grafana/kinference.json, the Grafana dashboard for Kinference.
 
     python3 deploy/grafana/dashboard.py > deploy/grafana/kinference.json
+    cp deploy/grafana/kinference.json deploy/helm/kinference/dashboards/
 
-The JSON is what Grafana imports (and what the Helm chart ships as a ConfigMap labelled
-grafana_dashboard); this file is its source: edit here, regenerate, and commit both
-(tests/deploy/grafana_dashboard_test.sh fails when they differ). Every query is evaluated
+The JSON is what Grafana imports (and what the Helm chart ships, with
+grafanaDashboard.enabled, as a ConfigMap labelled grafana_dashboard); this file is its
+source: edit here, regenerate, and commit all three (tests/deploy/dashboard_test.py fails
+when they differ). Every query is evaluated
 against a real Prometheus scraping a gateway and two engine-sims under load by that test.
 
 Series come from the gateway's /metrics (src/gateway/stats.h lists them) and, for the

@@ -3,7 +3,7 @@
 
   check_rendered.py defaults FILE              chart defaults, release "kinference" in kinference-system
   check_rendered.py custom FILE                serviceMonitor on, watchNamespace team-a, controller
-                                               disabled
+                                               disabled, grafanaDashboard on (folder annotation)
   check_rendered.py kinference-resources FILE  prints the kinference.io resources the Roles name
   check_rendered.py controller-args FILE       prints the controller container's args, one a line
   check_rendered.py gateway-args FILE          the same for the gateway
@@ -12,11 +12,14 @@
 
 Exits 1 with one line per problem.
 """
+import json
+import os
 import sys
 
 import yaml
 
 NS = "kinference-system"
+DASHBOARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../deploy/grafana/kinference.json")
 
 
 def load(path):
@@ -130,6 +133,7 @@ def defaults(docs):
         c.expect(spec["serviceAccountName"] == "kinference-controller", "controller ServiceAccount")
         c.expect(ctrl["spec"]["replicas"] == 2, "2 controller replicas (leader + standby)")
 
+    c.expect(named(docs, "ConfigMap", "kinference-grafana-dashboard") is None, "no dashboard ConfigMap by default")
     cm = named(docs, "ConfigMap", "kinference-gateway")
     if c.expect(cm is not None, "gateway ConfigMap"):
         conf = yaml.safe_load(cm["data"]["gateway.yaml"])
@@ -194,6 +198,15 @@ def custom(docs):
         c.expect(ep["port"] == "http" and ep["path"] == "/metrics", f"ServiceMonitor endpoint {ep}")
         c.expect(sm["spec"]["selector"]["matchLabels"].get("app.kubernetes.io/component") == "gateway",
                  "ServiceMonitor selects the gateway Service")
+    # Grafana's sidecar imports ConfigMaps by label: the dashboard, as committed.
+    cm = named(docs, "ConfigMap", "kinference-grafana-dashboard")
+    if c.expect(cm is not None, "Grafana dashboard ConfigMap"):
+        c.expect(cm["metadata"]["labels"].get("grafana_dashboard") == "1", "grafana_dashboard label")
+        c.expect(cm["metadata"].get("annotations") == {"grafana_folder": "Kinference"}, "folder annotation")
+        with open(DASHBOARD) as f:
+            want = json.load(f)
+        got = json.loads(cm["data"].get("kinference.json", "null"))
+        c.expect(got == want, "the ConfigMap's kinference.json is deploy/grafana/kinference.json")
     return c.problems
 
 

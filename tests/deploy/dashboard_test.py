@@ -10,7 +10,8 @@ deploy/prometheus/kinference-rules.yaml loaded, and then, while the load runs:
     least one series with a finite value;
   - queries every recording rule's series (each must return data) and checks that every
     rule evaluates without error (/api/v1/rules health "ok").
-Also: the JSON equals deploy/grafana/dashboard.py's output, `promtool check rules` and
+Also: the JSON (and the Helm chart's copy) equals deploy/grafana/dashboard.py's output,
+`promtool check rules` and
 `promtool test rules` pass, and `promtool check config` accepts the scrape config.
 
 Usage: dashboard_test.py KINFERENCE_BIN SOURCE_DIR
@@ -152,6 +153,11 @@ def main():
             if f.read() != gen:
                 fail("deploy/grafana/kinference.json differs from dashboard.py's output; "
                      "regenerate it")
+        # The Helm chart ships a copy (.Files cannot reach outside the chart).
+        with open(os.path.join(SRC, "deploy/helm/kinference/dashboards/kinference.json")) as f:
+            if f.read() != gen:
+                fail("deploy/helm/kinference/dashboards/kinference.json differs from "
+                     "dashboard.py's output; copy deploy/grafana/kinference.json there")
         if not run_promtool("check", "rules", RULES):
             fail("promtool check rules")
         if not run_promtool("test", "rules", RULES_TEST):

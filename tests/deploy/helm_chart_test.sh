@@ -62,8 +62,10 @@ render >"$WORK/default.yaml" 2>&1 && ok "helm template: defaults" || fail "helm 
 check "rendered defaults: objects, security, probes, least-privilege RBAC" \
   python3 "$ROOT/tests/deploy/check_rendered.py" defaults "$WORK/default.yaml"
 render --set serviceMonitor.enabled=true --set watchNamespace=team-a \
-  --set controller.enabled=false >"$WORK/custom.yaml" 2>&1 || fail "helm template: custom values"
-check "rendered custom values: ServiceMonitor, Roles in the watched namespace, no controller" \
+  --set controller.enabled=false --set grafanaDashboard.enabled=true \
+  --set grafanaDashboard.annotations.grafana_folder=Kinference >"$WORK/custom.yaml" 2>&1 ||
+  fail "helm template: custom values"
+check "rendered custom values: ServiceMonitor, Roles in the watched namespace, no controller, Grafana dashboard ConfigMap" \
   python3 "$ROOT/tests/deploy/check_rendered.py" custom "$WORK/custom.yaml"
 if render --set bogus=1 >"$WORK/bogus.out" 2>&1; then
   fail "values schema refuses an unknown key"
