@@ -2,13 +2,16 @@
 // section "Interpreting an event stream").
 #include "api/sse.h"
 
+#include <algorithm>
+
 namespace kinference::api {
 
 void SseParser::Feed(std::string_view bytes, const std::function<void(const SseEvent&)>& on_event) {
+  if (failed_) return;
   buffer_.append(bytes);
   size_t start = 0;
   while (true) {
-    size_t nl = buffer_.find('\n', start);
+    size_t nl = buffer_.find('\n', std::max(start, scanned_));
     if (nl == std::string::npos) break;
     std::string_view line(buffer_.data() + start, nl - start);
     start = nl + 1;
@@ -40,6 +43,14 @@ void SseParser::Feed(std::string_view bytes, const std::function<void(const SseE
     // `id` and `retry` are not used by our streams and are ignored.
   }
   buffer_.erase(0, start);
+  scanned_ = buffer_.size();
+  if (buffer_.size() + current_.data.size() > kMaxEventBytes) {
+    failed_ = true;
+    buffer_ = std::string();
+    current_ = SseEvent{};
+    on_event(SseEvent{"error", R"({"type":"error","error":{"type":"api_error","message":)"
+                               R"("upstream sent a stream event over 16 MiB"}})"});
+  }
 }
 
 std::string FormatSse(std::string_view data, std::string_view event) {

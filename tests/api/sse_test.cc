@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <vector>
 
 namespace kinference::api {
@@ -71,6 +72,40 @@ TEST(SseParser, HoldsIncompleteEvent) {
   });
   EXPECT_EQ(n, 1);
   EXPECT_EQ(p.buffered(), 0u);
+}
+
+// An upstream that never ends its line (or its event) cannot grow the gateway's memory:
+// past the limit the parser reports one error event and ignores the rest.
+TEST(SseParser, OversizedEventBecomesOneErrorEventAndStopsTheParser) {
+  SseParser p;
+  std::vector<SseEvent> events;
+  auto collect = [&](const SseEvent& e) { events.push_back(e); };
+  p.Feed("data: {\"ok\":1}\n\n", collect);
+  const std::string piece(1 << 20, 'x');
+  p.Feed("data: ", collect);
+  for (size_t sent = 0; sent <= SseParser::kMaxEventBytes && !p.failed(); sent += piece.size())
+    p.Feed(piece, collect);
+  ASSERT_TRUE(p.failed());
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].data, "{\"ok\":1}");
+  EXPECT_EQ(events[1].event, "error");
+  auto v = boost::json::parse(events[1].data);
+  EXPECT_EQ(v.at("error").at("type"), "api_error");
+  EXPECT_EQ(p.buffered(), 0u);
+  p.Feed("\n\ndata: {\"late\":1}\n\n", collect);
+  EXPECT_EQ(events.size(), 2u);
+}
+
+// Many data lines of one event count toward the limit too.
+TEST(SseParser, OversizedMultiLineEventIsRefused) {
+  SseParser p;
+  std::vector<SseEvent> events;
+  const std::string line = "data: " + std::string(4096, 'y') + "\n";
+  for (size_t i = 0; i < SseParser::kMaxEventBytes / 4096 + 2 && !p.failed(); ++i)
+    p.Feed(line, [&](const SseEvent& e) { events.push_back(e); });
+  ASSERT_TRUE(p.failed());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].event, "error");
 }
 
 TEST(SseFormat, Shapes) {
