@@ -354,10 +354,17 @@ void Exchange::SanitizeUpstreamError() {
   const char* type = overloaded                ? "overloaded_error"
                      : upstream_status_ >= 500 ? "api_error"
                                                : "invalid_request_error";
-  body_ = boost::json::serialize(boost::json::object{
-      {"error", boost::json::object{
-                    {"message", message}, {"type", type}, {"param", nullptr}, {"code", status}}}});
-  upstream_status_ = status;
+  if (relay_raw_ && upstream_status_ >= 500) {
+    // Passthrough to /v1/messages: Anthropic's shape, and its 529 for an upstream 529.
+    body_ = api::anthropic::ErrorBody(overloaded ? "overloaded_error" : "api_error", message);
+    if (!(overloaded && upstream_status_ == 529)) upstream_status_ = status;
+  } else {
+    body_ = boost::json::serialize(boost::json::object{
+        {"error",
+         boost::json::object{
+             {"message", message}, {"type", type}, {"param", nullptr}, {"code", status}}}});
+    upstream_status_ = status;
+  }
   upstream_content_type_ = "application/json";
 }
 
@@ -409,19 +416,8 @@ void Exchange::RelayWholeBody() {
     }
   }
   bool ok = upstream_status_ >= 200 && upstream_status_ < 400;
-  if (upstream_status_ >= 400) {  // Anthropic's shape, the gateway's words for a 5xx
-    const int upstream_status = upstream_status_;
-    SanitizeUpstreamError();
-    if (upstream_status_ >= 500) {
-      boost::json::error_code ec;
-      auto v = boost::json::parse(body_, ec);
-      std::string message =
-          ec ? std::string("upstream error") : std::string(v.at("error").at("message").as_string());
-      const bool overloaded = UpstreamErrorType(body_) == "overloaded_error";
-      if (overloaded && upstream_status == 529) upstream_status_ = 529;
-      body_ = api::anthropic::ErrorBody(overloaded ? "overloaded_error" : "api_error", message);
-    }
-  }
+  // Anthropic's shape, the gateway's words for a 5xx (SanitizeUpstreamError, relay_raw_).
+  if (upstream_status_ >= 400) SanitizeUpstreamError();
   writer_->Send(upstream_status_,
                 upstream_content_type_.empty() ? "application/json" : upstream_content_type_,
                 std::move(body_), RoutedHeaders());
