@@ -3,6 +3,10 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# ccache rewrites absolute paths under the clone's root to relative ones before hashing,
+# so a clone at any path (CI's fresh clone) reuses objects built in another; exported to
+# every build this Makefile starts (cmake, scripts/fuzz.sh, scripts/test_asan.sh).
+export CCACHE_BASEDIR := $(CURDIR)
 
 .PHONY: all deps build test test-sdk unit-test demo bench bench-sim bench-gateway bench-peers format clean k8s-tools fuzz test-asan
 .PHONY: demo-vllm bench-guidellm
