@@ -1,8 +1,10 @@
 #include "gateway/context.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <cmath>
 #include <random>
 
@@ -30,6 +32,21 @@ GatewayContext::GatewayContext(GatewayConfig cfg, boost::asio::any_io_executor e
       policy(config, executor),
       admission(config, executor, clock) {
   stats.SetPolicyGeneration(policy.store.Current()->generation);
+  {
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+    instance = std::string(host[0] ? host : "gateway") + ":" + std::to_string(getpid());
+    std::random_device rd;
+    record_rng.seed((static_cast<uint64_t>(rd()) << 32) ^ rd());
+  }
+  if (config.accounting.enabled) {
+    // A shared concurrency slot outlives a replica that died holding it by the longest a
+    // request can take: its upstream timeout plus the drain grace (real seconds).
+    const double lease_s = config.RealSeconds(config.request_timeout_s) + config.drain_timeout_s;
+    accounting = std::make_shared<ledger::AccountingService>(
+        config.accounting, lease_s,
+        [ex = executor](std::function<void()> f) { boost::asio::post(ex, std::move(f)); });
+  }
   request_id_prefix =
       (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   if (!KnowsStrategy(config.strategy)) {
@@ -287,6 +304,19 @@ std::vector<std::string> GatewayContext::Models() const {
     if (std::find(models.begin(), models.end(), ep.info.model) == models.end())
       models.push_back(ep.info.model);
   return models;
+}
+
+const accounting::TenantLimits* GatewayContext::TenantLimitsFor(const std::string& tenant) const {
+  if (!accounting) return nullptr;
+  if (auto it = tenant_limits.find(tenant); it != tenant_limits.end())
+    return it->second.any() ? &it->second : nullptr;
+  const accounting::TenantLimits* l = accounting->LimitsFor(tenant);
+  return l && l->any() ? l : nullptr;
+}
+
+std::string GatewayContext::NewRecordId() {
+  const uint64_t high = record_rng();
+  return accounting::MakeRecordId(high, record_rng());
 }
 
 bool GatewayContext::KnowsStrategy(const std::string& name) const {

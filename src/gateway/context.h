@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@
 #include "gateway/exchange/prompt_keys.h"
 #include "gateway/stats/stats.h"
 #include "gateway/upstream/provider.h"
+#include "ledger/accounting_service.h"
 #include "routing/outlier.h"
 #include "routing/router.h"
 
@@ -130,6 +132,18 @@ struct GatewayContext {
   // Told of every endpoint added or removed after they registered (KvFeeds); expired
   // entries are skipped. Called on the io thread, inside AddEndpoint/RemoveEndpoint.
   std::vector<std::weak_ptr<EndpointObserver>> endpoint_observers;
+  // Accounting (config.accounting given): usage ledger, limiter, usage queries, prices.
+  // Null without the section. Started by Gateway::Start, stopped by Gateway::Stop after
+  // the server (a drain's last records are submitted first).
+  std::shared_ptr<ledger::AccountingService> accounting;
+  // Kubernetes mode: limits from InferenceTenant spec.limits, by tenant; they take
+  // precedence over the config file's accounting.limits (TenantLimitsFor).
+  std::map<std::string, accounting::TenantLimits> tenant_limits;
+  // This gateway process, "host:pid": the `gateway` field of its usage records, and the
+  // prefix of its reservation ids in the shared limiter (unique across replicas).
+  std::string instance;
+  // Random per process: usage record ids (MakeRecordId of two draws).
+  std::mt19937_64 record_rng;
 
   // Sets features.engine_block_keys/engine_block_size/prompt_tokens for `request` when its
   // model's pool follows KV events and the prompt tokenizes exactly; else leaves them.
@@ -178,6 +192,11 @@ struct GatewayContext {
   // Distinct models of the endpoints, in the order they were added.
   std::vector<std::string> Models() const;
   bool KnowsStrategy(const std::string& name) const;
+  // The limits of `tenant` (InferenceTenant spec.limits, else accounting.limits: its own
+  // entry, else the default); nullptr when it has none or accounting is off.
+  const accounting::TenantLimits* TenantLimitsFor(const std::string& tenant) const;
+  // A fresh usage record id (accounting::MakeRecordId).
+  std::string NewRecordId();
 };
 
 }  // namespace kinference::gateway

@@ -17,6 +17,7 @@
 #include "gateway/exchange/policy_gate.h"
 #include "gateway/exchange/proxy.h"
 #include "gateway/front/messages.h"
+#include "gateway/front/usage.h"
 #include "gateway/kubernetes/source.h"
 #include "gateway/stats/endpoints_debug.h"
 #include "gateway/upstream/kv_feeds.h"
@@ -69,6 +70,13 @@ void Gateway::UseKubernetes(std::shared_ptr<k8s::RestClient> client, std::string
 }
 
 Result<uint16_t> Gateway::Start() {
+  if (ctx_->accounting) {
+    // The ledger's spool and store (an unreachable store is not fatal: records wait in
+    // the spool); local limits load today's and this month's spend from the ledger.
+    if (Status s = ctx_->accounting->Start(); !s.ok()) {
+      return Status(ErrorCode::kUnavailable, "accounting: " + s.message());
+    }
+  }
   http::ServerOptions options;
   options.address = ctx_->config.listen_address;
   options.port = ctx_->config.listen_port;
@@ -159,9 +167,14 @@ Result<uint16_t> Gateway::Start() {
       ctx->stats.SetAdmission(pool, ps.waiting, ps.queued_total, ps.refused_queue_full_total,
                               ps.refused_timeout_total, ps.evicted_total);
     }
+    if (ctx->accounting) UpdateLedgerStats(*ctx);
     w->Send(200, "text/plain; version=0.0.4; charset=utf-8",
             ctx->stats.Exposition() + BuildInfoExposition());
   });
+  // GET /v1/usage (front/usage.h): only with an accounting section.
+  if (ctx_->accounting) {
+    route("GET", "/v1/usage", [ctx](http::Request r, auto w) { ServeUsage(ctx, r, std::move(w)); });
+  }
   route("GET", "/debug/decisions", [ctx](http::Request r, auto w) { ServeDecisions(*ctx, r, *w); });
   route("GET", "/debug/endpoints", [ctx](http::Request r, auto w) { ServeEndpoints(*ctx, r, *w); });
   // No route for the method and path: 405 on a known path, else 404: Anthropic's shape
@@ -261,6 +274,9 @@ void Gateway::Stop() {
   if (k8s_source_) k8s_source_->Stop();
   if (kv_feeds_) kv_feeds_->Stop();
   if (server_) server_->Stop();
+  // After the server: the records of requests ended by the stop are submitted first,
+  // then every queued record is written or spooled (a graceful stop loses nothing).
+  if (ctx_->accounting) ctx_->accounting->Stop();
 }
 
 }  // namespace kinference::gateway

@@ -61,6 +61,9 @@ class MessagesStreamDecoder {
   std::vector<api::SseEvent> OnEnd();
   bool finished() const { return finished_; }  // message_stop seen
   bool failed() const { return failed_; }      // an error event was produced
+  // usage.cache_creation_input_tokens so far (message_start, overridden by message_delta):
+  // part of the translated prompt_tokens that OpenAI's usage shape cannot name (billing).
+  int64_t cache_creation_tokens() const { return cache_creation_; }
 
  private:
   std::string Chunk(std::string delta_json, const char* finish_reason) const;

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "accounting/config.h"
 #include "common/logging.h"
 #include "gateway/config/config_fields.h"
 
@@ -126,7 +127,8 @@ EndpointAddress ParseEndpointUrl(const std::string& url, const std::string& fiel
   return EndpointAddress{url, std::move(u.host), u.port};
 }
 
-GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode) {
+GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode,
+                                 const std::string& base_dir) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));
@@ -153,7 +155,8 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode) {
                        "backpressure",
                        "server_timeouts",
                        "log_format",
-                       "log_level"});
+                       "log_level",
+                       "accounting"});
   GatewayConfig c;
   if (const auto listen = root["listen"]) {
     if (!listen.IsMap()) Fail("listen", "expected a map with address, port");
@@ -237,6 +240,15 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode) {
   if (root["providers"]) c.providers = ParseProvidersConfig(root["providers"]);
   if (root["policies"]) c.policies = ParsePoliciesConfig(root["policies"]);
   if (root["tagging"]) c.tagging = ParseTaggingConfig(root["tagging"]);
+  if (root["accounting"]) {
+    try {
+      c.accounting = accounting::ParseAccountingConfig(root["accounting"], base_dir);
+    } catch (const accounting::ConfigError& e) {
+      throw ConfigError(std::string("gateway config: ") + e.what());
+    } catch (const YAML::Exception& e) {  // a key that is not a scalar, say
+      throw ConfigError(std::string("gateway config: accounting: ") + e.what());
+    }
+  }
   if (const auto a = root["admission"]) {
     if (!a.IsMap()) Fail("admission", "expected a map with max_queue, queue_timeout_s");
     CheckKeys(a, "admission", {"max_queue", "queue_timeout_s"});
@@ -297,7 +309,8 @@ GatewayConfig LoadGatewayConfig(const std::string& path, ConfigMode mode) {
   if (!in) throw ConfigError("gateway config: cannot read '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
-  GatewayConfig c = ParseGatewayConfig(ss.str(), mode);
+  GatewayConfig c =
+      ParseGatewayConfig(ss.str(), mode, std::filesystem::path(path).parent_path().string());
   ResolvePolicyPaths(c.policies, std::filesystem::path(path).parent_path().string());
   return c;
 }

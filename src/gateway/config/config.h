@@ -29,6 +29,8 @@
 //   policies: {files: [...], reload_interval_s: 2}   # InferencePolicy files
 //   (config/policy_config.h) tagging: {pii: true, simple: true, ...}          # request taggers
 //   (config/policy_config.h)
+//   accounting: {...}                           # usage ledger, prices, budgets, limits
+//   (accounting/config.h; relative paths against the config file's directory)
 // `pools` may be empty or absent when `providers` is given.
 // Times are model seconds: with time_scale K (endpoints running engine-sim --time-scale K)
 // timers fire after t / K real seconds, so a K-times-faster run behaves like a real
@@ -91,6 +93,7 @@
 #include <string_view>
 #include <vector>
 
+#include "accounting/config.h"
 #include "gateway/config/policy_config.h"
 #include "gateway/front/tenants.h"
 #include "gateway/upstream/provider.h"
@@ -194,6 +197,9 @@ struct GatewayConfig {
   TaggingConfig tagging;
   AdmissionConfig admission;
   BackpressureConfig backpressure;
+  // Usage ledger, prices, budgets and rate limits (accounting/config.h documents the
+  // section's keys); enabled == false without the section: no ledger, no limits.
+  accounting::AccountingConfig accounting;
 };
 
 // The drain grace to use: `cli_drain_timeout_s` when the flag was given on the command
@@ -218,8 +224,10 @@ class ConfigError : public std::runtime_error {
 // max_in_flight and kv_events (publishers discovered per Pod; no kv_events.endpoints).
 enum class ConfigMode { kFile, kKubernetes };
 
-// Parses YAML text. Throws ConfigError.
-GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode = ConfigMode::kFile);
+// Parses YAML text. Throws ConfigError. `base_dir` resolves the accounting section's
+// relative paths (ledger file, spool); "" leaves them relative to the working directory.
+GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode = ConfigMode::kFile,
+                                 const std::string& base_dir = "");
 // Reads and parses a file. Throws ConfigError (also when the file cannot be read).
 // Relative policies.files are resolved against the file's directory.
 GatewayConfig LoadGatewayConfig(const std::string& path, ConfigMode mode = ConfigMode::kFile);

@@ -4,9 +4,15 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <chrono>
 #include <ctime>
 #include <utility>
 
+#include "accounting/estimate.h"
+#include "accounting/limit_headers.h"
+#include "accounting/usage_record.h"
 #include "api/openai/error.h"
 #include "common/logging.h"
 #include "common/redact.h"
@@ -19,6 +25,28 @@ routing::Usage ToRouting(const api::Usage& u) {
   return routing::Usage{.prompt_tokens = u.prompt_tokens,
                         .cached_tokens = u.cached_tokens,
                         .completion_tokens = u.completion_tokens};
+}
+
+double NowUnixS() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// OpenAI's 429 body for a limit (platform.openai.com/docs/guides/error-codes): code
+// rate_limit_exceeded with type requests or tokens, or insufficient_quota for a spend
+// budget (type and code alike, as OpenAI answers an exhausted quota).
+std::string OpenAiLimitBody(const accounting::Admission& a, const std::string& message) {
+  const accounting::LimitKind kind = a.exceeded.value_or(accounting::LimitKind::kRequests);
+  const bool spend = accounting::IsSpend(kind);
+  const bool tokens =
+      kind == accounting::LimitKind::kInputTokens || kind == accounting::LimitKind::kOutputTokens;
+  return boost::json::serialize(boost::json::object{
+      {"error",
+       boost::json::object{{"message", message},
+                           {"type", spend    ? "insufficient_quota"
+                                    : tokens ? "tokens"
+                                             : "requests"},
+                           {"param", nullptr},
+                           {"code", spend ? "insufficient_quota" : "rate_limit_exceeded"}}}});
 }
 
 }  // namespace
@@ -37,7 +65,8 @@ Exchange::Exchange(std::shared_ptr<GatewayContext> ctx,
       path_(std::move(path)),
       arrival_(arrival),
       codec_(std::move(codec)),
-      policy_(std::move(policy)) {
+      policy_(std::move(policy)),
+      arrival_unix_s_(NowUnixS()) {
   BuildBodies();
 }
 
@@ -59,7 +88,116 @@ void Exchange::Start() {
   writer_->OnClose([weak] {
     if (auto self = weak.lock()) self->OnClientClosed();
   });
+  ReserveLimits();
+}
+
+void Exchange::ReserveLimits() {
+  const accounting::TenantLimits* limits = ctx_->TenantLimitsFor(req_.tenant);
+  if (!limits) return Attempt();
+  std::vector<std::optional<accounting::Price>> prices;
+  for (const auto& id : ctx_->EndpointsFor(req_.model)) {
+    if (const Endpoint* ep = ctx_->Find(id))
+      prices.push_back(ctx_->accounting->PriceFor(ep->info.pool, req_.model));
+  }
+  estimate_ =
+      accounting::ReservationFor(static_cast<int64_t>(req_.prompt_text.size()), req_.max_tokens,
+                                 ctx_->accounting->config().estimate, prices);
+  auto self = shared_from_this();
+  // Unique across replicas sharing Redis: this process's instance and its router key.
+  ctx_->accounting->limiter().Reserve(
+      req_.tenant, *limits, estimate_, ctx_->instance + "/" + router_key_, NowUnixS(),
+      [self](accounting::Admission a, std::optional<accounting::Reservation> r) {
+        self->OnLimitDecision(std::move(a), std::move(r));
+      });
+}
+
+void Exchange::OnLimitDecision(accounting::Admission a, std::optional<accounting::Reservation> r) {
+  if (finished_) {  // the client left while the limits were checked: give it back
+    if (r) ctx_->accounting->limiter().Settle(*r, accounting::Amounts{}, NowUnixS());
+    return;
+  }
+  if (!a.admitted) return FailLimited(a);
+  reservation_ = std::move(r);
+  limit_admission_ = std::move(a);
   Attempt();
+}
+
+void Exchange::FailLimited(const accounting::Admission& a) {
+  const std::string limit = a.unavailable ? "limits_unavailable"
+                            : a.exceeded  ? accounting::LimitName(*a.exceeded)
+                                          : "unknown";
+  ctx_->stats.RecordRateLimited(req_.tenant, limit);
+  const std::string message = accounting::RefusalMessage(a, req_.tenant, estimate_);
+  http::Headers extra;
+  for (auto& [name, value] : accounting::RetryAfterHeader(a)) extra.Add(name, value);
+  for (auto& [name, value] : codec_ ? accounting::AnthropicRateLimitHeaders(a, NowUnixS())
+                                    : accounting::OpenAiRateLimitHeaders(a))
+    extra.Add(name, value);
+  if (a.unavailable) {  // a fail_closed tenant: the limits could not be checked
+    return FailBeforeResponse(Status(ErrorCode::kUnavailable, message), "none", "rate_limited",
+                              std::move(extra));
+  }
+  FailBeforeResponse(Status(ErrorCode::kResourceExhausted, message), "none", "rate_limited",
+                     std::move(extra), OpenAiLimitBody(a, message));
+}
+
+void Exchange::Account(const char* outcome, int status) {
+  if (accounted_ || !ctx_->accounting) return;
+  accounted_ = true;
+  const double now_unix = NowUnixS();
+  accounting::TokenCounts t;
+  bool estimated = false;
+  if (usage_) {
+    t.prompt = usage_->prompt_tokens;
+    t.cached = usage_->cached_tokens;
+    t.completion = usage_->completion_tokens;
+    const int64_t writes =
+        std::max(cache_creation_, decoder_ ? decoder_->cache_creation_tokens() : int64_t{0});
+    t.cache_creation = std::clamp<int64_t>(writes, 0, t.prompt - t.cached);
+  } else if (reached_upstream_) {
+    // No usage (cut stream, cancelled, an upstream that sends none): the estimate. A
+    // request no upstream took (every connect failed, or an error status) used nothing.
+    estimated = true;
+    if (upstream_status_ == 200 || content_chunks_ > 0) {
+      t.prompt = accounting::EstimatePromptTokens(static_cast<int64_t>(req_.prompt_text.size()),
+                                                  ctx_->accounting->config().estimate);
+    }
+    t.completion = content_chunks_;
+  }
+  std::optional<accounting::Price> price;
+  if (reached_upstream_) price = ctx_->accounting->PriceFor(provider_, req_.model);
+  const accounting::NanoUsd cost = price ? accounting::Cost(*price, t) : 0;
+  if (reservation_) {
+    ctx_->accounting->limiter().Settle(
+        *reservation_,
+        reached_upstream_ ? accounting::SettledAmounts(t, cost) : accounting::Amounts{}, now_unix);
+    reservation_.reset();
+  }
+  if (!reached_upstream_) return;
+  ctx_->stats.RecordCost(req_.tenant, req_.model, cost, t.cache_creation, price.has_value());
+  if (!ctx_->accounting->ledger_enabled()) return;
+  const Seconds now = ctx_->clock.Now();
+  accounting::UsageRecord r;
+  r.record_id = ctx_->NewRecordId();
+  r.time_ms = static_cast<int64_t>(arrival_unix_s_ * 1000);
+  r.request_id = req_.request_id;
+  r.tenant = req_.tenant;
+  r.front = codec_ ? "anthropic" : "openai";
+  r.requested_model = requested_model_;
+  r.served_model = req_.model;
+  r.provider = provider_;
+  r.endpoint = decision_.endpoint;
+  r.tokens = t;
+  r.usage_estimated = estimated;
+  r.ttft_ms = first_token_ ? ctx_->config.RealSeconds(*first_token_ - arrival_) * 1e3 : -1;
+  r.e2e_ms = ctx_->config.RealSeconds(now - arrival_) * 1e3;
+  r.outcome = outcome;
+  r.status = status;
+  r.policy_decision = evaluated_ ? DecisionHeaderValue(record_) : std::string();
+  r.cost_nano_usd = cost;
+  r.priced = price.has_value();
+  r.gateway = ctx_->instance;
+  ctx_->accounting->Submit(std::move(r));
 }
 
 void Exchange::Attempt() {
@@ -151,6 +289,8 @@ void Exchange::Attempt() {
   cb.on_headers = [self](int status, const http::Headers& h) { self->OnHeaders(status, h); };
   cb.on_data = [self](std::string_view d) { self->OnData(d); };
   cb.on_complete = [self](Status s) { self->OnComplete(std::move(s)); };
+  reached_upstream_ = true;
+  provider_ = ep->info.pool;
   call_ = http::StartCall(ctx_->executor, std::move(call->request), std::move(cb));
 }
 
@@ -273,11 +413,17 @@ http::Headers Exchange::DecisionHeaders() const {
   http::Headers h;
   h.Add(kRequestIdHeader, req_.request_id);
   if (evaluated_) h.Add(std::string(policy::kDecisionHeader), DecisionHeaderValue(record_));
+  if (limit_admission_) {
+    for (auto& [name, value] :
+         codec_ ? accounting::AnthropicRateLimitHeaders(*limit_admission_, NowUnixS())
+                : accounting::OpenAiRateLimitHeaders(*limit_admission_))
+      h.Add(name, value);
+  }
   return h;
 }
 
 void Exchange::FailBeforeResponse(const Status& s, const std::string& endpoint, const char* outcome,
-                                  http::Headers extra) {
+                                  http::Headers extra, std::string openai_body) {
   finished_ = true;
   ReleaseSlot();
   if (stall_timer_) stall_timer_->cancel();
@@ -286,6 +432,7 @@ void Exchange::FailBeforeResponse(const Status& s, const std::string& endpoint, 
                                                      : ctx_->config.strategy;
   ctx_->stats.RecordRequest(endpoint, strategy, outcome);
   LogAccess(outcome, HttpStatusFor(s.code()), s.message());
+  Account(outcome, HttpStatusFor(s.code()));
   if (evaluated_ && record_.outcome == "routed" && record_.endpoint.empty()) {
     record_.outcome = "error";  // evaluated, but nothing could be picked
     record_.endpoint = "none";
@@ -296,7 +443,8 @@ void Exchange::FailBeforeResponse(const Status& s, const std::string& endpoint, 
   http::Headers headers = DecisionHeaders();
   for (auto& [name, value] : extra.items) headers.Add(std::move(name), std::move(value));
   if (codec_) return codec_->SendError(*writer_, s, std::move(headers));
-  writer_->Send(HttpStatusFor(s.code()), "application/json", api::OpenAiErrorBody(s),
+  writer_->Send(HttpStatusFor(s.code()), "application/json",
+                openai_body.empty() ? api::OpenAiErrorBody(s) : std::move(openai_body),
                 std::move(headers));
 }
 
@@ -336,10 +484,10 @@ void Exchange::Finish(routing::Outcome outcome, const char* label) {
   LeaveQueue();
   if (stall_timer_) stall_timer_->cancel();
   Seconds now = ctx_->clock.Now();
-  LogAccess(
-      label,
-      upstream_status_ ? upstream_status_ : (outcome == routing::Outcome::kCancelled ? 499 : 502),
-      outcome == routing::Outcome::kSuccess ? std::string() : last_error_);
+  const int status =
+      upstream_status_ ? upstream_status_ : (outcome == routing::Outcome::kCancelled ? 499 : 502);
+  LogAccess(label, status, outcome == routing::Outcome::kSuccess ? std::string() : last_error_);
+  Account(label, status);
   if (dispatched_) {
     ctx_->router.OnFinished(features_.request_id, ToRouting(usage_.value_or(api::Usage{})), outcome,
                             now);

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "accounting/limits.h"
 #include "api/anthropic/upstream_response.h"
 #include "api/openai/request.h"
 #include "api/openai/response.h"
@@ -48,6 +49,24 @@ namespace kinference::gateway {
 // gateway's own message with the status class and the request id (req_.request_id, the
 // x-request-id the client gets back: one id in headers, bodies and logs); 4xx bodies are passed
 // on with secrets redacted; no message names an upstream address.
+// Accounting (config `accounting`; ctx->accounting): before the first attempt a tenant with
+// limits reserves the request's estimate (accounting/estimate.h: prompt characters / 4,
+// max_tokens or the configured output estimate, the highest price among the model's
+// endpoints) through the limiter (local, or Redis shared by the replicas; the reservation
+// id is "<instance>/<router key>", unique across replicas). Over a limit the request is
+// answered 429 in the front's shape (OpenAI: code rate_limit_exceeded, or
+// insufficient_quota for a spend budget; Anthropic: rate_limit_error) with Retry-After
+// and the rate-limit headers (accounting/limit_headers.h); a fail_closed tenant whose
+// limits cannot be checked (Redis unreachable) gets 503 with Retry-After. Admitted
+// requests carry the rate-limit headers (OpenAI's names on the OpenAI fronts, Anthropic's
+// on /v1/messages) on every response. When the request ends (success, upstream error,
+// client gone, aborted) the reservation is settled with the real usage, and a request
+// that had an attempt dispatched submits exactly one usage record (accounting/
+// usage_record.h) to the ledger: the upstream's usage when it sent one (cached tokens
+// from prompt_tokens_details / cache_read_input_tokens, cache writes from an Anthropic
+// provider's cache_creation_input_tokens), else the estimate (prompt estimate, content
+// chunks seen) marked usage_estimated; cost at the price of (pool or provider name,
+// served model).
 class Exchange : public InFlightRequest,
                  public AdmissionWaiter,
                  public std::enable_shared_from_this<Exchange> {
@@ -94,8 +113,10 @@ class Exchange : public InFlightRequest,
   // errors after that).
   http::Headers DecisionHeaders() const;
   // No upstream response to relay: answer with an error in the API's shape.
+  // `openai_body`: the OpenAI front's body when not api::OpenAiErrorBody(s) (rate limits).
   void FailBeforeResponse(const Status& s, const std::string& endpoint,
-                          const char* outcome = "error", http::Headers extra = {});
+                          const char* outcome = "error", http::Headers extra = {},
+                          std::string openai_body = {});
   // Waits in the admission queue for one of `candidates` (healthy, all full).
   void Queue(std::vector<routing::EndpointId> candidates);
   // The dispatched attempt ended: its endpoint's admission slot is free again.
@@ -111,6 +132,15 @@ class Exchange : public InFlightRequest,
   // once for local endpoints, retries_before_first_byte times for a provider.
   bool CanRetry() const;
   http::Headers RoutedHeaders() const;
+
+  // --- accounting (exchange.cc; see the class comment) ---
+  void ReserveLimits();
+  void OnLimitDecision(accounting::Admission a, std::optional<accounting::Reservation> r);
+  // Refused by a limit (or a fail_closed tenant's unreachable limits): 429 / 503.
+  void FailLimited(const accounting::Admission& a);
+  // Once, when the request ends: settles the reservation, submits the usage record.
+  // `status`: the HTTP status the client got (499: it went away first).
+  void Account(const char* outcome, int status);
 
   // --- exchange_relay.cc ---
   void OnHeaders(int status, const http::Headers& headers);
@@ -201,6 +231,16 @@ class Exchange : public InFlightRequest,
   // Backpressure: the upstream read is paused; the stall timer runs meanwhile.
   bool paused_ = false;
   std::unique_ptr<boost::asio::steady_timer> stall_timer_;
+  // Accounting (see the class comment).
+  double arrival_unix_s_ = 0;  // wall-clock arrival (Unix seconds), the record's time
+  accounting::Amounts estimate_;
+  std::optional<accounting::Admission> limit_admission_;  // admitted by limits: headers
+  std::optional<accounting::Reservation> reservation_;    // to settle at the end
+  bool reached_upstream_ = false;                         // an attempt was dispatched
+  bool accounted_ = false;
+  std::string provider_;        // the dispatched endpoint's pool or provider name
+  int64_t content_chunks_ = 0;  // content chunks seen (the estimate without usage)
+  int64_t cache_creation_ = 0;  // an Anthropic provider's whole body's cache writes
 };
 
 }  // namespace kinference::gateway

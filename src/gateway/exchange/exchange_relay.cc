@@ -46,6 +46,17 @@ std::string UpstreamErrorType(std::string_view body) {
   return type != nullptr && type->is_string() ? std::string(type->get_string()) : std::string();
 }
 
+// usage.cache_creation_input_tokens of an Anthropic Messages body (0 when absent).
+int64_t AnthropicCacheCreation(std::string_view body) {
+  boost::json::error_code ec;
+  boost::json::value v = boost::json::parse(body, ec);
+  if (ec || !v.is_object()) return 0;
+  const boost::json::value* usage = v.get_object().if_contains("usage");
+  if (usage == nullptr || !usage->is_object()) return 0;
+  const boost::json::value* n = usage->get_object().if_contains("cache_creation_input_tokens");
+  return n != nullptr && n->is_int64() && n->get_int64() > 0 ? n->get_int64() : 0;
+}
+
 }  // namespace
 
 void Exchange::OnHeaders(int status, const http::Headers& headers) {
@@ -157,6 +168,7 @@ void Exchange::OnEvent(const api::SseEvent& ev) {
   api::ChunkInfo info = api::InspectChunk(chunk);
   if (info.usage) usage_ = info.usage;
   reply_ += info.content;
+  if (info.has_content) ++content_chunks_;
   if (info.has_content) {
     Seconds now = ctx_->clock.Now();
     if (!first_token_) {
@@ -288,6 +300,8 @@ void Exchange::OnComplete(Status status) {
     return Finish(routing::Outcome::kSuccess, "success");
   }
   // A whole body: a non-streamed response, or an error status to a streamed request.
+  // Anthropic's cache writes have no place in OpenAI's usage shape: read for billing.
+  if (decoder_ && upstream_status_ == 200) cache_creation_ = AnthropicCacheCreation(body_);
   if (decoder_ && relay_raw_) return RelayWholeBody();
   if (decoder_) {
     auto t = api::anthropic::MessagesResponseToOpenAi(upstream_status_, body_, std::time(nullptr));

@@ -171,6 +171,44 @@ Stats::Stats()
                     "Routing decisions by the prefix index that matched the chosen endpoint: "
                     "precise (its vLLM KV events) or approximate.",
                     {"index"}),
+      cost_("kinference_cost_usd_total",
+            "Cost of the requests recorded in the usage ledger, USD (accounting.prices).",
+            {"tenant", "model"}),
+      cache_creation_tokens_("kinference_cache_creation_tokens_total",
+                             "Prompt tokens written to a prompt cache (Anthropic).",
+                             {"tenant", "model"}),
+      unpriced_("kinference_unpriced_requests_total", "Usage records no price matched (cost 0).",
+                {"model"}),
+      rate_limited_("kinference_rate_limit_rejections_total",
+                    "Requests refused by a tenant's budget or rate limit, by limit.",
+                    {"tenant", "limit"}),
+      ledger_records_("kinference_ledger_records_total",
+                      "Usage records written to the store, appended to the spool, or moved "
+                      "from the spool to the store.",
+                      {"state"}),
+      ledger_lost_("kinference_ledger_lost_records_total", "Usage records lost, by reason.",
+                   {"reason"}),
+      ledger_write_failures_("kinference_ledger_write_failures_total",
+                             "Ledger store writes or reconnects that failed.", {}),
+      ledger_backlog_("kinference_ledger_backlog_records",
+                      "Usage records not yet in the store: in the writer's queue, in the "
+                      "on-disk spool.",
+                      {"where"}, "gauge"),
+      ledger_spool_bytes_("kinference_ledger_spool_bytes", "Bytes in the ledger's spool.", {},
+                          "gauge"),
+      ledger_store_up_("kinference_ledger_store_up",
+                       "1 when the ledger store took the last write, 0 while records spool.", {},
+                       "gauge"),
+      limits_checks_("kinference_limits_checks_total",
+                     "Shared (Redis) limit checks: checked by Redis, or unavailable (decided "
+                     "by the tenant's fail_open / fail_closed).",
+                     {"result"}),
+      limits_errors_("kinference_limits_errors_total",
+                     "Redis connection or command failures of the shared limiter.", {}),
+      limits_settle_dropped_("kinference_limits_settle_dropped_total",
+                             "Settlements the shared limiter could not deliver to Redis.", {}),
+      limits_redis_up_("kinference_limits_redis_up", "1 while the shared limiter reaches Redis.",
+                       {}, "gauge"),
       kv_live_("kinference_kv_events_live",
                "1 while the endpoint's KV-event feed is live and its precise index is used.",
                {"endpoint"}, "gauge"),
@@ -199,8 +237,52 @@ void Stats::RecordTtft(const std::string& model, double s) { ttft_.Observe({mode
 void Stats::RecordItl(const std::string& model, double s) { itl_.Observe({model}, s); }
 void Stats::RecordE2e(const std::string& model, double s) { e2e_.Observe({model}, s); }
 
-void Stats::RecordUsage(const std::string& tenant, const std::string& model,
+std::string Stats::TenantLabel(const std::string& tenant) {
+  if (tenant_labels_.count(tenant)) return tenant;
+  if (tenant_labels_.size() >= kMaxTenantLabels) return "_other";
+  tenant_labels_.insert(tenant);
+  return tenant;
+}
+
+void Stats::RecordCost(const std::string& tenant, const std::string& model, int64_t cost_nano_usd,
+                       int64_t cache_creation_tokens, bool priced) {
+  const std::string t = TenantLabel(tenant);
+  cost_.Add({t, model}, static_cast<double>(cost_nano_usd) / 1e9);
+  if (cache_creation_tokens > 0)
+    cache_creation_tokens_.Add({t, model}, static_cast<double>(cache_creation_tokens));
+  if (!priced) unpriced_.Add({model}, 1);
+}
+
+void Stats::RecordRateLimited(const std::string& tenant, const std::string& limit) {
+  rate_limited_.Add({TenantLabel(tenant), limit}, 1);
+}
+
+void Stats::SetLedger(const LedgerSample& s) {
+  ledger_records_.Set({"written"}, static_cast<double>(s.written));
+  ledger_records_.Set({"spooled"}, static_cast<double>(s.spooled));
+  ledger_records_.Set({"replayed"}, static_cast<double>(s.replayed));
+  ledger_lost_.Set({"queue_full"}, static_cast<double>(s.lost_queue_full));
+  ledger_lost_.Set({"spool_full"}, static_cast<double>(s.lost_spool_full));
+  ledger_lost_.Set({"spool_error"}, static_cast<double>(s.lost_spool_error));
+  ledger_lost_.Set({"corrupt"}, static_cast<double>(s.lost_corrupt));
+  ledger_write_failures_.Set({}, static_cast<double>(s.write_failures));
+  ledger_backlog_.Set({"queue"}, static_cast<double>(s.queue_depth));
+  ledger_backlog_.Set({"spool"}, static_cast<double>(s.spool_records));
+  ledger_spool_bytes_.Set({}, static_cast<double>(s.spool_bytes));
+  ledger_store_up_.Set({}, s.store_up ? 1 : 0);
+}
+
+void Stats::SetLimiter(const LimiterSample& s) {
+  limits_checks_.Set({"checked"}, static_cast<double>(s.checks));
+  limits_checks_.Set({"unavailable"}, static_cast<double>(s.unavailable));
+  limits_errors_.Set({}, static_cast<double>(s.errors));
+  limits_settle_dropped_.Set({}, static_cast<double>(s.settle_dropped));
+  limits_redis_up_.Set({}, s.up ? 1 : 0);
+}
+
+void Stats::RecordUsage(const std::string& raw_tenant, const std::string& model,
                         const routing::Usage& u) {
+  const std::string tenant = TenantLabel(raw_tenant);
   prompt_tokens_.Add({tenant, model}, u.prompt_tokens);
   cached_tokens_.Add({tenant, model}, u.cached_tokens);
   uncached_tokens_.Add({tenant, model}, std::max(0, u.prompt_tokens - u.cached_tokens));
@@ -298,6 +380,12 @@ std::string Stats::Exposition() const {
   policy_generation_.Expose(out);
   policy_reload_failures_.Expose(out);
   prefix_index_.Expose(out);
+  for (const CounterFamily* f :
+       {&cost_, &cache_creation_tokens_, &unpriced_, &rate_limited_, &ledger_records_,
+        &ledger_lost_, &ledger_write_failures_, &ledger_backlog_, &ledger_spool_bytes_,
+        &ledger_store_up_, &limits_checks_, &limits_errors_, &limits_settle_dropped_,
+        &limits_redis_up_})
+    f->Expose(out);
   for (const CounterFamily* f :
        {&kv_live_, &kv_blocks_, &kv_batches_, &kv_decode_errors_, &kv_gaps_, &kv_replayed_,
         &kv_resyncs_, &kv_restarts_, &kv_disconnects_})

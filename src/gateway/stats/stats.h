@@ -8,6 +8,30 @@
 //   kinference_inter_token_latency_seconds{model}      histogram, vLLM's ITL buckets
 //   kinference_e2e_request_latency_seconds{model}      histogram, vLLM's e2e buckets
 //   kinference_{prompt,cached,uncached,completion}_tokens_total{tenant,model}  counters
+//       (successful requests with upstream usage)
+//   Accounting (config `accounting`; accounting/, ledger/):
+//   kinference_cost_usd_total{tenant,model}       counter, the cost of every usage record
+//       (priced at accounting.prices; every outcome, estimated usage included)
+//   kinference_cache_creation_tokens_total{tenant,model}  counter, Anthropic cache writes
+//   kinference_unpriced_requests_total{model}     counter, records no price matched
+//   kinference_rate_limit_rejections_total{tenant,limit}  counter, requests refused by a
+//       budget or rate limit (limit: accounting::LimitName, or limits_unavailable when a
+//       fail_closed tenant's limits could not be checked)
+//   kinference_ledger_records_total{state}        counter, written | spooled | replayed
+//   kinference_ledger_lost_records_total{reason}  counter, queue_full | spool_full |
+//       spool_error | corrupt (ledger/writer.h)
+//   kinference_ledger_write_failures_total        counter, store writes/reconnects failed
+//   kinference_ledger_backlog_records{where}      gauge, queue | spool (not yet in the store)
+//   kinference_ledger_spool_bytes                 gauge
+//   kinference_ledger_store_up                    gauge, 1 when the last write succeeded
+//   kinference_limits_checks_total{result}        counter, shared limiter (Redis): checked |
+//       unavailable (decided by the tenant's fail_open/fail_closed)
+//   kinference_limits_errors_total                counter, Redis connection/command errors
+//   kinference_limits_settle_dropped_total        counter, settlements Redis did not take
+//   kinference_limits_redis_up                    gauge
+//   Tenant labels are bounded: the first kMaxTenantLabels distinct tenants keep their
+//   name, later ones are counted as tenant "_other" (a trusted tenant header could
+//   otherwise create a series per value).
 //   kinference_requests_total{endpoint,strategy,outcome}                      counter
 //       one per client request, by its final outcome (a retried request counts once)
 //   kinference_upstream_retries_total{endpoint}   failed attempts retried elsewhere
@@ -49,6 +73,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -110,9 +135,36 @@ struct KvFeedSample {
            disconnects = 0;
 };
 
+// The ledger's and the shared limiter's state (ledger::WriterStats, RedisLimiterStats),
+// for SetLedger / SetLimiter.
+struct LedgerSample {
+  uint64_t written = 0, spooled = 0, replayed = 0;
+  uint64_t lost_queue_full = 0, lost_spool_full = 0, lost_spool_error = 0, lost_corrupt = 0;
+  uint64_t write_failures = 0;
+  int64_t queue_depth = 0, spool_records = 0, spool_bytes = 0;
+  bool store_up = false;
+};
+struct LimiterSample {
+  uint64_t checks = 0, unavailable = 0, settle_dropped = 0, errors = 0;
+  bool up = false;
+};
+
+// Distinct tenant label values kept before the rest are counted as "_other" (our choice:
+// far more tenants than one gateway serves; a bounded number of series).
+inline constexpr size_t kMaxTenantLabels = 1000;
+
 class Stats {
  public:
   Stats();
+  // The tenant label value for `tenant` (see kMaxTenantLabels).
+  std::string TenantLabel(const std::string& tenant);
+  // One usage record's cost (nano-USD) and cache-write tokens; unpriced: no price matched.
+  void RecordCost(const std::string& tenant, const std::string& model, int64_t cost_nano_usd,
+                  int64_t cache_creation_tokens, bool priced);
+  // A request refused by a limit ("requests", "spend_per_day", ..., "limits_unavailable").
+  void RecordRateLimited(const std::string& tenant, const std::string& limit);
+  void SetLedger(const LedgerSample& s);
+  void SetLimiter(const LimiterSample& s);
   void RecordTtft(const std::string& model, double seconds);
   void RecordItl(const std::string& model, double seconds);
   void RecordE2e(const std::string& model, double seconds);
@@ -160,6 +212,11 @@ class Stats {
   CounterFamily admission_waiting_, admission_queued_, admission_refused_, client_stalls_;
   CounterFamily policy_decisions_, policy_generation_, policy_reload_failures_;
   CounterFamily prefix_index_;
+  CounterFamily cost_, cache_creation_tokens_, unpriced_, rate_limited_;
+  CounterFamily ledger_records_, ledger_lost_, ledger_write_failures_, ledger_backlog_,
+      ledger_spool_bytes_, ledger_store_up_;
+  CounterFamily limits_checks_, limits_errors_, limits_settle_dropped_, limits_redis_up_;
+  std::set<std::string> tenant_labels_;
   CounterFamily kv_live_, kv_blocks_, kv_batches_, kv_decode_errors_, kv_gaps_, kv_replayed_,
       kv_resyncs_, kv_restarts_, kv_disconnects_;
 };

@@ -291,3 +291,42 @@ TEST(GatewayConfig, KvEventsErrorsNameTheField) {
 
 }  // namespace
 }  // namespace kinference::gateway
+
+namespace kinference::gateway {
+namespace {
+
+TEST(GatewayConfig, AccountingSectionParsedWithPathsBesideTheConfigFile) {
+  auto c = ParseGatewayConfig(R"(
+pools: [{name: a, model: m, endpoints: ["http://127.0.0.1:8001"]}]
+accounting:
+  ledger: {sqlite_path: usage.db}
+  prices: [{provider: a, model: m, input: 1, output: 2}]
+  limits: {tenants: {acme: {requests_per_minute: 60, on_limits_unavailable: fail_closed}}}
+)",
+                              ConfigMode::kFile, "/etc/kinference");
+  ASSERT_TRUE(c.accounting.enabled);
+  EXPECT_EQ(c.accounting.ledger.sqlite_path, "/etc/kinference/usage.db");
+  ASSERT_TRUE(c.accounting.limits.For("acme"));
+  EXPECT_EQ(c.accounting.limits.For("acme")->requests_per_minute, 60);
+  EXPECT_EQ(c.accounting.limits.For("acme")->on_unavailable,
+            accounting::OnUnavailable::kFailClosed);
+  EXPECT_TRUE(c.accounting.prices.Lookup("a", "m").has_value());
+}
+
+TEST(GatewayConfig, NoAccountingSectionMeansNoLedgerAndNoLimits) {
+  auto c =
+      ParseGatewayConfig(R"(pools: [{name: a, model: m, endpoints: ["http://127.0.0.1:8001"]}])");
+  EXPECT_FALSE(c.accounting.enabled);
+}
+
+TEST(GatewayConfig, AccountingErrorsNameTheField) {
+  EXPECT_NE(ErrorOf(R"(
+pools: [{name: a, model: m, endpoints: ["http://127.0.0.1:8001"]}]
+accounting: {limits: {tenants: {acme: {requests_per_minute: -1}}}}
+)")
+                .find("accounting.limits.tenants.acme.requests_per_minute"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kinference::gateway

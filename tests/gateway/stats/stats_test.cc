@@ -102,3 +102,45 @@ TEST(Stats, LabelValuesAreEscaped) {
 
 }  // namespace
 }  // namespace kinference::gateway
+
+namespace kinference::gateway {
+namespace {
+
+TEST(Stats, TenantLabelsAreBoundedAndLaterTenantsCountAsOther) {
+  Stats s;
+  for (size_t i = 0; i < kMaxTenantLabels + 5; ++i)
+    s.RecordRateLimited("t" + std::to_string(i), "requests");
+  s.RecordCost("t0", "m", 1'500'000'000, 0, true);      // a known tenant keeps its label
+  s.RecordCost("late", "m", 2'000'000'000, 10, false);  // beyond the bound: _other
+  std::string text = s.Exposition();
+  EXPECT_TRUE(Contains(
+      text, "kinference_rate_limit_rejections_total{tenant=\"t0\",limit=\"requests\"} 1\n"));
+  EXPECT_TRUE(Contains(
+      text, "kinference_rate_limit_rejections_total{tenant=\"_other\",limit=\"requests\"} 5\n"));
+  EXPECT_TRUE(Contains(text, "kinference_cost_usd_total{tenant=\"t0\",model=\"m\"} 1.5\n"));
+  EXPECT_TRUE(Contains(text, "kinference_cost_usd_total{tenant=\"_other\",model=\"m\"} 2\n"));
+  EXPECT_TRUE(
+      Contains(text, "kinference_cache_creation_tokens_total{tenant=\"_other\",model=\"m\"} 10\n"));
+  EXPECT_TRUE(Contains(text, "kinference_unpriced_requests_total{model=\"m\"} 1\n"));
+}
+
+TEST(Stats, LedgerAndLimiterSamplesBecomeSeries) {
+  Stats s;
+  s.SetLedger(LedgerSample{.written = 7,
+                           .spooled = 2,
+                           .lost_queue_full = 1,
+                           .queue_depth = 3,
+                           .spool_records = 2,
+                           .store_up = true});
+  s.SetLimiter(LimiterSample{.checks = 9, .unavailable = 4, .up = false});
+  std::string text = s.Exposition();
+  EXPECT_TRUE(Contains(text, "kinference_ledger_records_total{state=\"written\"} 7\n"));
+  EXPECT_TRUE(Contains(text, "kinference_ledger_lost_records_total{reason=\"queue_full\"} 1\n"));
+  EXPECT_TRUE(Contains(text, "kinference_ledger_backlog_records{where=\"queue\"} 3\n"));
+  EXPECT_TRUE(Contains(text, "kinference_ledger_store_up 1\n"));
+  EXPECT_TRUE(Contains(text, "kinference_limits_checks_total{result=\"unavailable\"} 4\n"));
+  EXPECT_TRUE(Contains(text, "kinference_limits_redis_up 0\n"));
+}
+
+}  // namespace
+}  // namespace kinference::gateway

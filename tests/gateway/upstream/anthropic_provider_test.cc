@@ -381,3 +381,54 @@ TEST_F(AnthropicProviderTest, UntranslatableMessagesWithoutAnthropicProviderAre4
 
 }  // namespace
 }  // namespace kinference::gateway
+
+namespace kinference::gateway {
+namespace {
+
+// With accounting: the provider's cache writes (cache_creation_input_tokens, which
+// OpenAI's usage shape cannot carry) are billed at the cache-write price, its cache reads
+// at the cached price, on both fronts, streamed and whole.
+class AnthropicProviderAccountingTest : public AnthropicProviderTest {
+ protected:
+  void AddPools(GatewayConfig& c) override {
+    c.accounting.enabled = true;
+    c.accounting.ledger.store = accounting::StoreKind::kNone;
+    accounting::PriceEntry e;
+    e.provider = "claude";
+    e.model = "m";
+    // USD 3 / 0.30 / 3.75 / 15 per million tokens, in nano-USD per million.
+    e.price = {.input = 3'000'000'000,
+               .cached_input = 300'000'000,
+               .cache_write = 3'750'000'000,
+               .output = 15'000'000'000};
+    c.accounting.prices = accounting::PriceTable({e});
+  }
+};
+
+TEST_F(AnthropicProviderAccountingTest, CacheWritesAndReadsBilledOnceOnBothFronts) {
+  http::Headers h;
+  h.Add("anthropic-version", "2023-06-01");
+  // kStream: input 10, cache writes 3, cache reads 20, output 12.
+  server_->set_response(200, "text/event-stream", kStream);
+  ASSERT_EQ(
+      Post(R"({"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]})").status,
+      200);
+  std::string streamed = kMessages;
+  streamed.insert(streamed.size() - 1, R"(,"stream":true)");
+  ASSERT_EQ(Post(streamed, h, "/v1/messages").status, 200);
+  // Whole messages: input 4, cache writes 7, cache reads 6, output 5.
+  std::string whole = kMessage;
+  const std::string zero = R"("cache_creation_input_tokens":0)";
+  whole.replace(whole.find(zero), zero.size(), R"("cache_creation_input_tokens":7)");
+  server_->set_response(200, "application/json", whole);
+  ASSERT_EQ(Post(kChat).status, 200);
+  ASSERT_EQ(Post(kMessages, h, "/v1/messages").status, 200);
+  EXPECT_EQ(Metric("kinference_cache_creation_tokens_total" + kSeries), 2 * 3 + 2 * 7);
+  EXPECT_EQ(Metric("kinference_cached_tokens_total" + kSeries), 2 * 20 + 2 * 6);
+  // Per stream: 10 * 3000 + 20 * 300 + 3 * 3750 + 12 * 15000 = 227250 nano-USD;
+  // per whole message: 4 * 3000 + 6 * 300 + 7 * 3750 + 5 * 15000 = 115050 nano-USD.
+  EXPECT_NEAR(Metric("kinference_cost_usd_total" + kSeries), 2 * 227250e-9 + 2 * 115050e-9, 1e-12);
+}
+
+}  // namespace
+}  // namespace kinference::gateway
