@@ -138,6 +138,11 @@ def build():
     d.panel("Completion tokens by tenant", "Generated tokens per second per tenant.",
             [(f"sum by (tenant) (rate(kinference_completion_tokens_total[{RATE}]))",
               "{{tenant}}")], unit="short")
+    d.panel("Cost by tenant",
+            "What each tenant's requests cost, USD per hour, at the gateway's accounting.prices "
+            "(docs/accounting.md; cached tokens at the cached price).",
+            [(f"sum by (tenant) (rate(kinference_cost_usd_total[{RATE}])) * 3600",
+              "{{tenant}}")], unit="currencyUSD")
 
     d.row("Endpoints")
     d.panel("Endpoint health",

@@ -190,6 +190,9 @@ pools:
     model: {MODEL}
     endpoints: [{", ".join("http://" + e for e in engines)}]
 policies: {{files: [policies/local-only.yaml]}}
+accounting:
+  ledger: {{store: none}}
+  prices: [{{model: "*", input: 0.10, cached_input: 0.01, output: 0.40}}]
 """)
         _, gw_port = start([BIN, "gateway", "--config", os.path.join(tmp, "gateway.yaml")],
                            os.path.join(tmp, "gateway.log"), "gateway listening on")
