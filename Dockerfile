@@ -27,6 +27,7 @@ ARG KINFERENCE_RUNTIME_PACKAGES="\
     libc6 \
     libfmt9 \
     libgcc-s1 \
+    libhiredis0.14 \
     libicu72 \
     libpcre2-8-0 \
     libpq5 \
