@@ -8,6 +8,7 @@
 #include <cmath>
 #include <initializer_list>
 
+#include "accounting/config.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/resource.h"
 
@@ -22,6 +23,8 @@ class Reader {
   void Error(const std::string& path, const std::string& reason) {
     errors_.push_back(fmt::format("{}: {}", path, reason));
   }
+  // An error already in "path: reason" form.
+  void Raw(std::string error) { errors_.push_back(std::move(error)); }
   bool ok() const { return errors_.empty(); }
   Status status() const {
     std::string msg;
@@ -270,10 +273,21 @@ Result<TenantSpec> TenantFromObject(const json::object& obj) {
   TenantSpec t;
   t.name = std::string(k8s::NameOf(obj));
   t.ns = std::string(k8s::NamespaceOf(obj));
-  const json::object* spec = r.Object(obj.if_contains("spec"), "spec", {"apiKeys", "access"});
+  const json::object* spec =
+      r.Object(obj.if_contains("spec"), "spec", {"apiKeys", "access", "limits"});
   if (spec == nullptr) {
     if (r.ok()) r.Error("spec", "required");
     return r.status();
+  }
+  if (const json::value* limits = spec->if_contains("limits")) {
+    if (!limits->is_object()) {
+      r.Error("spec.limits", "expected an object");
+    } else if (auto l = accounting::TenantLimitsFromJson(limits->get_object(), "spec.limits");
+               !l.ok()) {
+      r.Raw(l.status().message());  // "spec.limits.<field>: <reason>"
+    } else {
+      t.limits = std::move(*l);
+    }
   }
   const json::value* keys = spec->if_contains("apiKeys");
   if (keys == nullptr) {

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "accounting/limits.h"
 #include "common/status.h"
 #include "policy/policy.h"
 
@@ -83,6 +84,9 @@ struct TenantSpec {
   std::vector<std::string> models;
   std::vector<std::string> pools;
   std::vector<std::string> providers;
+  // spec.limits (accounting::TenantLimitsFromJson: camelCase keys, spend as decimal
+  // strings); absent: the gateway config's accounting.limits apply to the tenant.
+  std::optional<accounting::TenantLimits> limits;
 };
 
 Result<TenantSpec> TenantFromObject(const boost::json::object& obj);

@@ -103,6 +103,29 @@ TEST(TenantFromObjectTest, ReadsKeysAndAccess) {
   EXPECT_EQ(FieldPathOf(bad.status().message()), "spec.apiKeys[0].secretRef");
 }
 
+TEST(TenantFromObjectTest, ReadsLimitsAndNamesABadLimitField) {
+  auto t = TenantFromObject(Parse(
+      R"({"metadata":{"name":"acme","namespace":"ns"},
+          "spec":{"apiKeys":[{"secretRef":{"name":"k"}}],
+                  "limits":{"requestsPerMinute":60,"outputTokensPerMinute":2000,
+                            "spendPerDayUSD":"12.50","onLimitsUnavailable":"FailClosed"}}})"));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_TRUE(t->limits.has_value());
+  EXPECT_EQ(t->limits->requests_per_minute, 60);
+  EXPECT_EQ(t->limits->output_tokens_per_minute, 2000);
+  EXPECT_EQ(t->limits->spend_per_day, 12'500'000'000);
+  EXPECT_EQ(t->limits->on_unavailable, accounting::OnUnavailable::kFailClosed);
+  auto none = TenantFromObject(
+      Parse(R"({"metadata":{"name":"a"},"spec":{"apiKeys":[{"secretRef":{"name":"k"}}]}})"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->limits.has_value());
+  auto bad = TenantFromObject(Parse(
+      R"({"metadata":{"name":"a"},"spec":{"apiKeys":[{"secretRef":{"name":"k"}}],
+          "limits":{"requestsPerMinute":0}}})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(FieldPathOf(bad.status().message()), "spec.limits.requestsPerMinute");
+}
+
 TEST(SecretValuesTest, DecodesOneKeyOrAllAndTrimsTrailingNewlines) {
   // "sk-1\n" and "sk-2"
   json::object secret =

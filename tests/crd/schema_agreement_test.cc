@@ -100,6 +100,9 @@ TEST(CrdSchemaAgreement, EveryTenantSchemaFieldIsKnownToTheReader) {
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->api_keys.size(), 1u);
   EXPECT_EQ(t->models.size(), 1u);
+  ASSERT_TRUE(t->limits.has_value());
+  EXPECT_EQ(t->limits->spend_per_day, 12'500'000'000);
+  EXPECT_EQ(t->limits->on_unavailable, accounting::OnUnavailable::kFailOpen);
 }
 
 TEST(CrdSchemaAgreement, EveryCrdHasStatusSubresourceConditionsAndPrinterColumns) {

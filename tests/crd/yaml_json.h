@@ -102,11 +102,13 @@ inline void ValidateSchema(const boost::json::value& v, const YAML::Node& schema
   }
 }
 
-// An object with every property of `schema` set to a valid value (first enum value, the
-// minimum, one array item, "a" for strings), for "every CRD field is known" checks.
+// An object with every property of `schema` set to a valid value (the schema's `example`
+// when it gives one, else: first enum value, the minimum, one array item, "a" for
+// strings), for "every CRD field is known" checks.
 inline boost::json::value MaximalValue(const YAML::Node& schema) {
   namespace json = boost::json;
   std::string type = schema["type"] ? schema["type"].Scalar() : "";
+  if (schema["example"] && type == "string") return json::string(schema["example"].Scalar());
   if (schema["enum"]) return json::string(schema["enum"][0].Scalar());
   if (type == "object") {
     json::object o;

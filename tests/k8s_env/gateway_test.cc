@@ -398,3 +398,58 @@ TEST_F(GatewayEnvTest, ServesThroughAnApiServerRestartWithEtcdCompacted) {
 
 }  // namespace
 }  // namespace kinference
+
+namespace kinference {
+namespace {
+
+// An InferenceTenant's spec.limits (accepted by the CRD schema, read by the gateway) is
+// enforced by a gateway with an accounting section, and follows edits live.
+TEST_F(GatewayEnvTest, TenantSpecLimitsAreEnforcedAndFollowEdits) {
+  std::string ns = env_->NewNamespace("gw-limits");
+  StartSim("127.0.0.9");
+  ApplyIn(ns, PoolYaml("lim", "lim", port_));
+  CreatePod(ns, "lim-0", "lim");
+  SetReady(ns, "lim-0", "127.0.0.9", true);
+  std::string out;
+  ASSERT_EQ(env_->Kubectl({"create", "secret", "generic", "acme-keys", "-n", ns,
+                           "--from-literal=key=sk-acme-1"},
+                          &out),
+            0)
+      << out;
+  auto tenant = [](int rpm) {
+    return "apiVersion: kinference.io/v1alpha1\nkind: InferenceTenant\nmetadata:\n  name: acme\n"
+           "spec:\n  apiKeys:\n  - secretRef: {name: acme-keys, key: key}\n  limits:\n"
+           "    requestsPerMinute: " +
+           std::to_string(rpm) +
+           "\n    spendPerDayUSD: \"5.00\"\n    onLimitsUnavailable: FailClosed\n";
+  };
+  ApplyIn(ns, tenant(2));
+  StartGateway(ns, "accounting:\n  ledger: {store: none}\n");
+  http::Headers acme{{{"authorization", "Bearer sk-acme-1"}}};
+  const std::string body = std::string(R"({"model":")") + kModel +
+                           R"(","messages":[{"role":"user","content":"hi"}],"max_tokens":2})";
+  // Two requests per minute: the third is refused once the tenant and its limits arrived.
+  ASSERT_TRUE(
+      WaitFor([&] { return Call("POST", "/v1/chat/completions", body, acme).status == 429; }, 30));
+  auto refused = Call("POST", "/v1/chat/completions", body, acme);
+  EXPECT_EQ(refused.status, 429) << refused.body;
+  EXPECT_EQ(refused.headers.Find("x-ratelimit-limit-requests"), "2");
+  EXPECT_FALSE(refused.headers.Find("retry-after").empty());
+  // Raised with kubectl: admitted again.
+  ApplyIn(ns, tenant(1000));
+  ASSERT_TRUE(
+      WaitFor([&] { return Call("POST", "/v1/chat/completions", body, acme).status == 200; }, 30));
+  EXPECT_EQ(
+      Call("POST", "/v1/chat/completions", body, acme).headers.Find("x-ratelimit-limit-requests"),
+      "1000");
+  // The API server refuses what the schema does not allow.
+  auto bad = env_->k8s().Kubectl({"apply", "-n", ns, "-f", "-"},
+                                 "apiVersion: kinference.io/v1alpha1\nkind: InferenceTenant\n"
+                                 "metadata:\n  name: bad\nspec:\n  apiKeys:\n"
+                                 "  - secretRef: {name: acme-keys}\n  limits:\n"
+                                 "    requestsPerMinute: 0\n");
+  EXPECT_NE(bad.exit_code, 0) << bad.output;
+}
+
+}  // namespace
+}  // namespace kinference

@@ -40,7 +40,7 @@ LAYERS = {
     "accounting": (CORE, ["common"]),  # prices, usage records, budgets, limits (pure)
     "ledger": (CORE, ["common", "accounting"]),  # accounting I/O: stores, spool, writer, Redis
     "k8s": (CORE, ["common", "http"]),  # Kubernetes client: config, REST, reflectors, leases
-    "crd": (CORE, ["common", "policy", "k8s"]),  # kinference.io resources, status, revisions (pure)
+    "crd": (CORE, ["common", "policy", "k8s", "accounting"]),  # kinference.io resources (pure)
     # shells
     "gateway": (SHELL, None),
     "enginesim": (SHELL, None),

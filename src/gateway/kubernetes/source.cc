@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/json/parse.hpp>
 #include <chrono>
+#include <iterator>
 
 #include "gateway/config/config_fields.h"
 #include "gateway/front/tenants.h"
@@ -301,6 +302,14 @@ void KubernetesSource::ApplyTenants(const crd::ClusterSnapshot& snap) {
     fingerprint += t.spec.name + ":";
     for (const auto& h : t.key_hashes) fingerprint += ToHex(h) + ",";
     for (const auto& m : t.spec.models) fingerprint += "m=" + m + ",";
+    if (const auto& l = t.spec.limits) {  // spec.limits: every field, in order
+      fmt::format_to(
+          std::back_inserter(fingerprint), "l={},{},{},{},{},{},{}",
+          l->requests_per_minute.value_or(0), l->input_tokens_per_minute.value_or(0),
+          l->output_tokens_per_minute.value_or(0), l->max_concurrent_requests.value_or(0),
+          l->spend_per_day.value_or(-1), l->spend_per_month.value_or(-1),
+          l->on_unavailable == accounting::OnUnavailable::kFailClosed ? "closed" : "open");
+    }
     fingerprint += ";";
   }
   if (fingerprint == tenants_fingerprint_) return;
@@ -309,7 +318,9 @@ void KubernetesSource::ApplyTenants(const crd::ClusterSnapshot& snap) {
   TenantsConfig t = file_tenants_;
   t.enabled = t.enabled || !snap.tenants.empty();
   std::map<std::string, std::vector<std::string>> models;
+  std::map<std::string, accounting::TenantLimits> limits;
   for (const auto& r : snap.tenants) {
+    if (r.spec.limits) limits[r.spec.name] = *r.spec.limits;
     for (const auto& h : r.key_hashes) {
       TenantKey k;
       k.sha256 = h;
@@ -321,6 +332,13 @@ void KubernetesSource::ApplyTenants(const crd::ClusterSnapshot& snap) {
   spdlog::info("kubernetes: {} tenant(s), {} API key(s)", snap.tenants.size(), t.keys.size());
   ctx_->config.tenants = std::move(t);
   ctx_->tenant_models = std::move(models);
+  // spec.limits are enforced only with an accounting section (the limiter lives there).
+  if (!limits.empty() && !ctx_->accounting)
+    spdlog::warn(
+        "kubernetes: {} tenant(s) set spec.limits but the gateway config has no accounting "
+        "section; their limits are not enforced",
+        limits.size());
+  ctx_->tenant_limits = std::move(limits);
 }
 
 void KubernetesSource::ApplyPolicies(const crd::ClusterSnapshot& snap) {

@@ -17,7 +17,9 @@
 // "provider/<name>/<servesModel>" for a provider with several models). An InferenceTenant's
 // spec.access.pools/providers becomes a policy "tenant-access.<tenant>" (highest priority,
 // enforce) that keeps only those candidates for that tenant; spec.access.models is checked
-// before routing (GatewayContext::TenantMayUse: 403).
+// before routing (GatewayContext::TenantMayUse: 403); spec.limits replaces the config's
+// accounting.limits for that tenant (GatewayContext::tenant_limits; enforced only with an
+// accounting section, docs/accounting.md).
 //
 // Changes are applied within one io_context turn of the watch event that carries them
 // (several events arriving together are one update), so a Pod turning not-Ready leaves the
