@@ -1,6 +1,7 @@
 // The default strategy, `predicted-ttft`: the lowest predicted TTFT plus what the choice
 // costs the rest of the pool. Score, in seconds, for candidate i with own work w_i (its
-// predicted TTFT less the queue wait), per-token cost p_i = w_i / uncached_i, and n the
+// predicted TTFT less the queue wait and less the endpoint's fixed cost t0: the prefill
+// compute that occupies engine steps), per-token cost p_i = w_i / uncached_i, and n the
 // request's expected output tokens:
 //
 //   predicted_ttft_i
@@ -27,8 +28,9 @@
 // Mooncake's do (7.70 s, 24.4 s).
 //
 // decode_i (issue #13): what decoding there costs, from the endpoint's learned decode
-// model (routing/decode_model.h), with R_i the sequences decoding there now:
-//   n * ITL_i(R_i + 1)                   this request's own decode
+// model (routing/decode_model.h), with R_i the sequences decoding there now and A_i the
+// router's requests there still awaiting a first token (queued ahead of this one):
+//   n * ITL_i(R_i + A_i + 1)             this request's own decode, next to those ahead
 //   + R_i * dITL_i * n                   the slowdown its decoding adds to the others
 //   + R_i * w_i                          its prefill chunks stall theirs
 // so that a replica piled with decodes stops looking cheap because its cache is warm:
@@ -42,7 +44,7 @@
 // cold everywhere placed new prefixes by decode load instead of cache fill, and the
 // partition of prefixes over caches broke (84.5); and decode relief paying for extra
 // prefill (a hot prefix replicated to a quieter replica) evicted prefixes in use, whose
-// misses cascaded (87 -> 99.9). So decode costs are counted over running sequences
+// misses cascaded (87 -> 99.9). So the slowdown and stall terms count running sequences
 // only, only for a request cached somewhere, and a candidate that would prefill more
 // than the cheapest one by kColdSlackS is charged at least the cheapest one's decode
 // cost unless its cache has room (prefix index at most kRoomFill full): decode load
@@ -50,6 +52,25 @@
 // from (without that exception the large prefix was never replicated by decode load:
 // e2e p50 64 s again; any room threshold from 1e-6 to 0.5 gave the same figures).
 // Result: 102.9 / 102.5 / 102.5 and multiturn 76.8, bursts and the large prefix as above.
+//
+// The fixed cost and the requests queued ahead (after the learned t0, ab9f666, made the
+// large-prefix tail worse: 4 x l40s, one 32,000-token prefix, 0.25 requests/s, TTFT p90
+// 0.62 -> 1.62 s): t0 (0.40 s there, mostly the engine front end's per-token time for a
+// 32k prompt) is no prefill chunk and stalls nobody's decoding, but it sat in w_i, so a
+// warm replica with R_i decoding was charged R_i x t0 extra, and a replica still
+// prefilling the prefix for the first time (R_i = 0) looked cheap: requests queued for up
+// to 13 s behind that cold prefill. And ITL was taken at R_i + 1, so the requests already
+// queued there (A_i) looked as if they would not decode next to this one: each arrival
+// during the cold prefill saw the same empty replica. With w_i net of t0 and the own ITL at
+// R_i + A_i + 1 (1 trial, seed 1): TTFT p90 0.61 s at 0.25/s (prefix affinity 0.64 s),
+// 6.2 s at 0.5/s (8.3 s), 8.0 s at 1/s (10.9 s); bursts of 24 and 48 TTFT p90 7.70 ->
+// 7.35 s and 8.59 -> 8.06 s; capacity, overload, small-pool unchanged. Counting A_i in the
+// slowdown term too (A_i + R_i others slowed) fixed the large prefix fully (TTFT p90
+// 0.62-0.70 s at every rate) but moved conversations in the closed loop (capacity
+// multiturn c = 32 goodput 76.8 -> 60.5 req/min: 13 moved turns, then one replica's cache
+// overflowed and its hits cascaded away), so it is not used; nor is a floor that keeps a
+// colder candidate from gaining by the warm one's queued requests (large prefix at 1/s
+// back to 11.4 s p90).
 //
 // Near ties (within kNearTieS or kNearTieFraction of the best) break on load: fewest in
 // flight, then fewest decoding, then score; the rest at random. With 1% / 5 ms the
@@ -66,9 +87,10 @@
 namespace kinference::routing {
 namespace {
 
-// The part of a prediction that is the request's own work (not waiting for others).
+// The part of a prediction that is the request's own prefill compute: not waiting for
+// others, not the endpoint's fixed cost per request.
 double OwnWork(const CandidateView& v) {
-  return std::max(0.0, v.predicted_ttft_s - v.queue_wait_s);
+  return std::max(0.0, v.predicted_ttft_s - v.queue_wait_s - v.fixed_cost_s);
 }
 
 class PredictedTtftStrategy final : public Strategy {
@@ -99,8 +121,7 @@ class PredictedTtftStrategy final : public Strategy {
     for (size_t i = 0; i < c.size() && max_match > 0; ++i) {
       const double n = c[i].output_tokens;
       const double running = std::max(0.0, c[i].decode_seqs - c[i].awaiting_first_token);
-      const double itl = c[i].itl_s - c[i].awaiting_first_token * c[i].itl_delta_s;
-      decode[i] = n * itl + running * c[i].itl_delta_s * n + running * own[i];
+      decode[i] = n * c[i].itl_s + running * c[i].itl_delta_s * n + running * own[i];
     }
     double best = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < c.size(); ++i) {

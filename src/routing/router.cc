@@ -124,6 +124,7 @@ class Router::Impl {
     TtftPrediction p = e.predictor.Predict(tf);
     v.predicted_ttft_s = p.ttft_s;
     v.queue_wait_s = p.queue_wait_s;
+    v.fixed_cost_s = std::clamp(e.predictor.fixed_cost(), 0.0, p.ttft_s - p.queue_wait_s);
     v.output_tokens = ExpectedOutput(f);
     const double ctx = prompt_tokens + v.output_tokens / 2;
     DecodeLoad d = e.DecodingWithPending(q);

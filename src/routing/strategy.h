@@ -58,6 +58,10 @@ struct CandidateView {
   double index_fill = 0;
   double predicted_ttft_s = 0;  // the endpoint's TTFT predictor
   double queue_wait_s = 0;      // part of it waiting for work ahead
+  // Part of it that is the endpoint's fixed cost per request (the predictor's learned t0:
+  // HTTP, tokenization, scheduling), which occupies no engine step: predicted_ttft_s -
+  // queue_wait_s - fixed_cost_s is the request's own prefill compute.
+  double fixed_cost_s = 0;
   // Decoding there (routing/decode_model.h), counting the router's requests awaiting a
   // first token as decoding already (work dispatched but not yet visible is charged at
   // dispatch): sequences besides this request, the predicted ITL once it decodes too,

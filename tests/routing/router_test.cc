@@ -256,9 +256,10 @@ TEST(RouterCapacity, ViewReportsEvictionsOnceTheIndexIsFull) {
   auto d = pick(Req("x", Text(70, 3000)));
   router.OnDispatched(Req("x", Text(70, 3000)), d, 0);  // 93 of 125 blocks held
   // 2000 new tokens; 32 free blocks hold 1024 tokens, so 976 are pushed out. The view is
-  // internal: check it through the predicted-ttft score (strategies_basic.cc), which for
-  // a lone candidate is TTFT + own work * reuse * (evicted / uncached + load x fill); no
-  // dispatch so far reused anything, so both terms are 0.
+  // internal: check it through the predicted-ttft score (predicted_ttft.cc), which for
+  // a lone candidate is TTFT + own work * reuse * (evicted / uncached + load x fill), own
+  // work being the prefill (the prediction less queue wait and fixed cost t0: the prior's
+  // 50 ms, nothing observed yet); no dispatch so far reused anything, so both terms are 0.
   Decision d2 = pick(Req("y", Text(71, 2000)));
   const auto& c = d2.candidates.at(0);
   EXPECT_NEAR(c.score, c.predicted_ttft_s, 1e-9);
@@ -268,7 +269,7 @@ TEST(RouterCapacity, ViewReportsEvictionsOnceTheIndexIsFull) {
   router.OnDispatched(x2, pick(x2), 0);
   Decision d3 = pick(Req("y", Text(71, 2000)));
   const auto& c3 = d3.candidates.at(0);
-  const double own3 = c3.predicted_ttft_s - c3.queue_wait_s;
+  const double own3 = c3.predicted_ttft_s - c3.queue_wait_s - TtftPredictor::PriorCoefficients()[0];
   const double reuse = 0.05 * 2976 / 3000;
   EXPECT_NEAR(c3.score, c3.predicted_ttft_s + own3 * reuse * (976.0 / 2000 + 93.0 / 125), 1e-9);
 }

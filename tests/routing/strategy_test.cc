@@ -256,6 +256,65 @@ TEST(Strategy, PredictedTtftWeighsDecodingAmongWarmReplicas) {
   EXPECT_EQ(ChooseWith("predicted-ttft", ac), 1u);
 }
 
+// One 32,000-token prefix on every request: a is warm with 4 decoding; b holds the prefix
+// in the index but is still prefilling it for the first time (7 s of queue). The
+// endpoint's fixed cost per request (the predictor's t0: front end, scheduling) occupies
+// no engine step, so it must not count as a prefill stall on a's decoding sequences: a
+// fixed cost common to both leaves the choice (a) and the score difference as they were.
+// Charged as a stall (4 x 0.4 s), it sent the request behind b's cold prefill.
+TEST(Strategy, PredictedTtftChargesNoDecodeStallForTheFixedCost) {
+  Fixture fx(2);
+  for (auto& v : fx.views) {
+    v.output_tokens = 256;
+    v.itl_delta_s = 0.004;
+    v.matched_tokens = 32000;
+    v.uncached_tokens = 256;
+  }
+  fx.views[0].predicted_ttft_s = 0.15;
+  fx.views[0].decode_seqs = 4;
+  fx.views[0].itl_s = 0.045;
+  fx.views[1].predicted_ttft_s = 7.15;
+  fx.views[1].queue_wait_s = 7.0;
+  fx.views[1].awaiting_first_token = 1;
+  fx.views[1].decode_seqs = 1;
+  fx.views[1].itl_s = 0.038;
+  std::vector<double> plain, fixed;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &plain), 0u);
+  // a: 0.15 + 256 x 0.045 + 4 x 0.004 x 256 + 4 x 0.15 (its prefill stalls theirs).
+  EXPECT_NEAR(plain[0], 0.15 + 11.52 + 4.096 + 0.6, 1e-9);
+  for (auto& v : fx.views) {
+    v.predicted_ttft_s += 0.4;
+    v.fixed_cost_s = 0.4;
+  }
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &fixed), 0u);
+  EXPECT_NEAR(fixed[0] - fixed[1], plain[0] - plain[1], 1e-9);
+}
+
+// b is prefilling a new prefix with 3 requests queued there, which will decode next to
+// this one: its own decode is charged at the ITL of all of them (itl_s, 4 sequences), not
+// as if b were empty, and the warm a with 2 decoding wins over a 2 s queue.
+TEST(Strategy, PredictedTtftCountsRequestsQueuedAheadInItsOwnDecode) {
+  Fixture fx(2);
+  for (auto& v : fx.views) {
+    v.output_tokens = 256;
+    v.itl_delta_s = 0.004;
+    v.matched_tokens = 32000;
+    v.uncached_tokens = 256;
+  }
+  fx.views[0].predicted_ttft_s = 0.15;
+  fx.views[0].decode_seqs = 2;
+  fx.views[0].itl_s = 0.040;
+  fx.views[1].predicted_ttft_s = 2.15;
+  fx.views[1].queue_wait_s = 2.0;
+  fx.views[1].awaiting_first_token = 3;
+  fx.views[1].decode_seqs = 3;
+  fx.views[1].itl_s = 0.044;
+  std::vector<double> scores;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 0u);
+  EXPECT_NEAR(scores[1], 2.15 + 256 * 0.044, 1e-9);
+  EXPECT_NEAR(scores[0], 0.15 + 256 * 0.040 + 2 * 0.004 * 256 + 2 * 0.15, 1e-9);
+}
+
 TEST(Strategy, ArgMinBreaksTiesByTieBreakThenRandomly) {
   uint64_t rng = 1;
   std::vector<double> s = {1, 0, 0};
