@@ -16,6 +16,7 @@ PKGS=(
   python3 python3-venv curl clang-format ccache
   openssl python3-yaml  # scripts/k8s-testenv.sh (keys, tokens); tests/deploy (rendered YAML)
   prometheus  # tests/deploy/dashboard_test.py: dashboard queries, promtool rule tests
+  clang libclang-rt-14-dev  # make fuzz: clang 14 with libFuzzer, ASan and UBSan runtimes
 )
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

@@ -14,11 +14,17 @@ namespace {
   throw ConfigError(field + ": " + what);
 }
 
+// A map key as text; YAML also allows a map or a list as a key, which no field is.
+std::string KeyName(const YAML::Node& key, const std::string& where) {
+  if (!key.IsScalar()) Fail(where, "keys must be plain strings");
+  return key.Scalar();
+}
+
 void CheckKeys(const YAML::Node& node, const std::string& where,
                const std::set<std::string>& allowed) {
   if (!node.IsMap()) Fail(where, "expected a map");
   for (const auto& kv : node) {
-    const std::string key = kv.first.as<std::string>();
+    const std::string key = KeyName(kv.first, where);
     if (!allowed.contains(key)) {
       std::string list;
       for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
@@ -317,7 +323,7 @@ AccountingConfig ParseAccountingConfig(const YAML::Node& node, const std::string
     if (const YAML::Node t = l["tenants"]) {
       if (!t.IsMap()) Fail("accounting.limits.tenants", "expected a map of tenant name to limits");
       for (const auto& kv : t) {
-        const std::string name = kv.first.as<std::string>();
+        const std::string name = KeyName(kv.first, "accounting.limits.tenants");
         c.limits.tenants[name] = ParseTenantLimits(kv.second, "accounting.limits.tenants." + name);
       }
     }

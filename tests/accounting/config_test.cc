@@ -84,6 +84,9 @@ TEST(AccountingConfig, ErrorsNameTheField) {
   EXPECT_NE(ErrorOf("{redis: {url: \"redis://:secret@h:1\"}}").find("accounting.redis.url"),
             std::string::npos);
   EXPECT_NE(ErrorOf("{budgets: {}}").find("accounting.budgets: unknown key"), std::string::npos);
+  EXPECT_EQ(ErrorOf("{[prices]: []}"), "accounting: keys must be plain strings");
+  EXPECT_EQ(ErrorOf("{limits: {tenants: {[acme]: {}}}}"),
+            "accounting.limits.tenants: keys must be plain strings");
 }
 
 TEST(TenantLimitsFromJson, ReadsInferenceTenantSpecLimits) {

@@ -307,9 +307,11 @@ kubectl patch inferencepolicy team-a-local-first -n team-a --type=merge -p '{"sp
 wait_for "controller with its token: an edited policy gets revision 2" \
   bash -c "[[ \$('$BIN/kubectl' get inferencepolicy team-a-local-first -n team-a -o jsonpath='{.status.currentRevision}') == 2 ]]"
 stop_controller
-if grep -qiE '403|forbidden' "$WORK/controller.err"; then
+# src/k8s logs a refusal as "HTTP 403" (and the API server's reason says Forbidden); a bare
+# 403 would also match a log timestamp's milliseconds.
+if grep -qiE 'HTTP 403|forbidden' "$WORK/controller.err"; then
   fail "controller with its token logged a refusal:"
-  grep -iE '403|forbidden' "$WORK/controller.err" | head -5 | sed 's/^/    /'
+  grep -iE 'HTTP 403|forbidden' "$WORK/controller.err" | head -5 | sed 's/^/    /'
 else ok "controller with its token: no 403 in its log"; fi
 
 # --- The gateway, with nothing but its ServiceAccount's token and the chart's config file,
@@ -380,9 +382,9 @@ code=$(chat sk-not-a-key)
 [[ $code == 401 ]] && ok "gateway with its token: an unknown key is refused (401)" ||
   fail "gateway with its token: an unknown key got HTTP $code, want 401"
 stop_gateway
-if grep -qiE '403|forbidden' "$WORK/gateway.err"; then
+if grep -qiE 'HTTP 403|forbidden' "$WORK/gateway.err"; then
   fail "gateway with its token logged a refusal:"
-  grep -iE '403|forbidden' "$WORK/gateway.err" | head -5 | sed 's/^/    /'
+  grep -iE 'HTTP 403|forbidden' "$WORK/gateway.err" | head -5 | sed 's/^/    /'
 else ok "gateway with its token: no 403 in its log"; fi
 
 # --- Uninstall: the release's objects go, the CRDs stay (Helm never deletes crds/).

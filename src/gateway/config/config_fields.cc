@@ -10,10 +10,15 @@ void Fail(const std::string& field, const std::string& what) {
   throw ConfigError("gateway config: " + field + ": " + what);
 }
 
+std::string KeyName(const YAML::Node& key, const std::string& where) {
+  if (!key.IsScalar()) Fail(where.empty() ? "(top level)" : where, "keys must be plain strings");
+  return key.Scalar();
+}
+
 void CheckKeys(const YAML::Node& node, const std::string& where,
                const std::set<std::string>& allowed) {
   for (const auto& kv : node) {
-    std::string key = kv.first.as<std::string>();
+    std::string key = KeyName(kv.first, where);
     if (!allowed.count(key)) Fail(where.empty() ? key : where + "." + key, "unknown field");
   }
 }

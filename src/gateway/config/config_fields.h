@@ -17,6 +17,10 @@ namespace kinference::gateway::config_fields {
 
 [[noreturn]] void Fail(const std::string& field, const std::string& what);
 
+// The key of one map entry as text; fails (naming `where`) when the key is not a scalar
+// (YAML allows a map or a list as a key: `{[a]: 1}`, `? {x: 1}`).
+std::string KeyName(const YAML::Node& key, const std::string& where);
+
 // Fails on any key of the map `node` not in `allowed`; `where` prefixes the field path.
 void CheckKeys(const YAML::Node& node, const std::string& where,
                const std::set<std::string>& allowed);

@@ -13,6 +13,7 @@ namespace kinference::gateway {
 namespace {
 
 using config_fields::Fail;
+using config_fields::KeyName;
 using config_fields::NonEmptyString;
 
 int HexValue(char c) {
@@ -66,7 +67,7 @@ bool FromHex(std::string_view hex, Sha256Digest& out) {
 TenantsConfig ParseTenantsConfig(const YAML::Node& node, const std::string& where) {
   if (!node.IsMap()) Fail(where, "expected a map");
   for (const auto& kv : node) {
-    std::string key = kv.first.as<std::string>();
+    std::string key = KeyName(kv.first, where);
     if (key != "keys" && key != "anonymous_tenant" && key != "trust_tenant_header" &&
         key != "tenant_header") {
       Fail(where + "." + key, "unknown field");
@@ -81,7 +82,7 @@ TenantsConfig ParseTenantsConfig(const YAML::Node& node, const std::string& wher
       const YAML::Node k = keys[i];
       if (!k.IsMap()) Fail(f, "expected a map with sha256, tenant");
       for (const auto& kv : k) {
-        std::string key = kv.first.as<std::string>();
+        std::string key = KeyName(kv.first, f);
         if (key != "sha256" && key != "tenant") Fail(f + "." + key, "unknown field");
       }
       if (!k["sha256"]) Fail(f + ".sha256", "missing");

@@ -107,6 +107,21 @@ TEST(GatewayConfig, ErrorsNameTheField) {
   EXPECT_NE(ErrorOf("- just\n- a list\n").find("top level"), std::string::npos);
 }
 
+// YAML allows a list or a map as a key; no config field is one, and such a key is a
+// ConfigError naming where it was, not a yaml-cpp conversion exception.
+TEST(GatewayConfig, NonScalarKeysAreConfigErrors) {
+  const std::string pools = "pools: [{name: p, model: m, endpoints: ['http://h:1']}]\n";
+  EXPECT_NE(ErrorOf(pools + "? [a]\n: 1\n").find("(top level): keys must be plain strings"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "listen: {{port: 1}: 2}\n").find("listen: keys must be plain strings"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "tenants: {[keys]: []}\n").find("tenants: keys must be plain strings"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pools + "tenants: {keys: [{[sha256]: x}]}\n")
+                .find("tenants.keys[0]: keys must be plain strings"),
+            std::string::npos);
+}
+
 TEST(GatewayConfig, KubernetesModeNeedsNoPoolsAndRefusesPolicyFiles) {
   auto c = ParseGatewayConfig("listen: {port: 0}\n", ConfigMode::kKubernetes);
   EXPECT_TRUE(c.pools.empty());
