@@ -86,6 +86,12 @@ Result<uint16_t> Gateway::Start() {
   options.error_body = [](std::string_view path, const Status& status) {
     return IsAnthropicPath(path) ? api::anthropic::ErrorBody(status) : api::OpenAiErrorBody(status);
   };
+  // ... and with the request id a client can quote (its own x-request-id, else a new one).
+  options.error_headers = [ctx = ctx_](const http::Headers& request_headers) {
+    http::Headers out;
+    out.Add(kRequestIdHeader, RequestIdFor(*ctx, request_headers));
+    return out;
+  };
   options.header_timeout_s = ctx_->config.server_timeouts.header_s;
   options.keep_alive_timeout_s = ctx_->config.server_timeouts.keep_alive_s;
   options.body_timeout_s = ctx_->config.server_timeouts.body_s;

@@ -108,6 +108,10 @@ struct ServerOptions {
   // even the request line could be read), so that each API's paths get its own error
   // shape (added). Unset: api::OpenAiErrorBody. Always served as application/json.
   std::function<std::string(std::string_view path, const Status& status)> error_body;
+  // Headers added to those same errors, given the request's headers as far as they were
+  // read (none for a request line that did not parse): the gateway adds x-request-id, so
+  // that a client can quote even these errors (added). Unset: none.
+  std::function<Headers(const Headers& request_headers)> error_headers;
   // Non-empty: clients must present a certificate that verifies against this PEM CA
   // bundle (mutual TLS); handshakes without one fail.
   std::string tls_client_ca_file;

@@ -348,10 +348,28 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::string& served_path() const { return served_path_; }
 
  private:
-  void SendErrorAndClose(const Status& status, std::optional<std::string> path = std::nullopt) {
+  // Headers added to an error the server answers itself (ServerOptions::error_headers).
+  Headers ErrorHeaders(const Headers& request_headers) const {
+    if (!server_->options_.error_headers) return {};
+    return server_->options_.error_headers(request_headers);
+  }
+
+  // The headers of the request being read, once its head has been parsed; else none.
+  Headers ParsedHeaders() const {
+    Headers h;
+    if (parser_ && parser_->is_header_done()) {
+      for (const auto& f : parser_->get())
+        h.Add(std::string(f.name_string()), std::string(f.value()));
+    }
+    return h;
+  }
+
+  void SendErrorAndClose(const Status& status, std::optional<std::string> path = std::nullopt,
+                         std::optional<Headers> request_headers = std::nullopt) {
     keep_alive_ = false;
     std::string body = ErrorBody(path ? *path : CurrentPath(), status);
-    Queue(FormatHead(HttpStatusFor(status.code()), "application/json", {}, false,
+    Headers extra = ErrorHeaders(request_headers ? *request_headers : ParsedHeaders());
+    Queue(FormatHead(HttpStatusFor(status.code()), "application/json", extra, false,
                      BodyFraming::kContentLength, body.size()) +
               body,
           true);
@@ -361,19 +379,20 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string path = CurrentPath();
     auto msg = parser_->release();
     parser_.reset();
-    if (server_->draining_) {
-      // Draining (Server::StopAccepting): refuse new requests on kept-alive connections.
-      return SendErrorAndClose(
-          Status(ErrorCode::kUnavailable, "The server is shutting down; retry the request."), path);
-    }
-    in_request_ = true;
     Request request;
-    request.method = std::string(msg.method_string());
-    request.target = std::string(msg.target());
-    request.path = request.target.substr(0, request.target.find('?'));
     for (const auto& f : msg) {
       request.headers.Add(std::string(f.name_string()), std::string(f.value()));
     }
+    if (server_->draining_) {
+      // Draining (Server::StopAccepting): refuse new requests on kept-alive connections.
+      return SendErrorAndClose(
+          Status(ErrorCode::kUnavailable, "The server is shutting down; retry the request."), path,
+          std::move(request.headers));
+    }
+    in_request_ = true;
+    request.method = std::string(msg.method_string());
+    request.target = std::string(msg.target());
+    request.path = request.target.substr(0, request.target.find('?'));
     request.body = std::move(msg.body());
     served_path_ = request.path;
     keep_alive_ = msg.keep_alive() && msg.version() >= 11;
@@ -384,7 +403,8 @@ class Session : public std::enable_shared_from_this<Session> {
     const Handler* handler = server_->FindHandler(request.method, request.path);
     if (handler == nullptr) {
       Status nf(ErrorCode::kNotFound, "Not found: " + request.method + " " + request.path);
-      writer->Send(HttpStatusFor(nf.code()), "application/json", ErrorBody(request.path, nf), {});
+      writer->Send(HttpStatusFor(nf.code()), "application/json", ErrorBody(request.path, nf),
+                   ErrorHeaders(request.headers));
       return;
     }
     (*handler)(std::move(request), std::move(writer));

@@ -1,5 +1,6 @@
 // ServerOptions::error_body: the errors the server answers itself (413, malformed 400, 404)
-// take the shape the path's API uses; OpenAI's by default.
+// take the shape the path's API uses; OpenAI's by default. ServerOptions::error_headers:
+// those errors carry the headers it makes from the request's headers as far as read.
 #include <gtest/gtest.h>
 
 #include "api/openai/error.h"
@@ -26,6 +27,12 @@ class ErrorShapeTest : public ServerFixture {
       s.Route("POST", "/v1/messages", [](Request, std::shared_ptr<ResponseWriter> w) {
         w->Send(200, "application/json", "{}");
       });
+    };
+    o.error_headers = [](const Headers& request_headers) {
+      Headers out;
+      std::string_view given = request_headers.Find("x-request-id");
+      out.Add("x-request-id", given.empty() ? "made-here" : std::string(given));
+      return out;
     };
     StartServer(o);
   }
@@ -57,6 +64,26 @@ TEST_F(ErrorShapeTest, MalformedRequestAndUnknownPathUseThePathsShape) {
   got = RawExchange("\x01\x02 garbage\r\n\r\n");
   EXPECT_NE(got.find("400"), std::string::npos) << got;
   EXPECT_NE(got.find(R"("error":{"message")"), std::string::npos) << got;
+}
+
+TEST_F(ErrorShapeTest, ServerErrorsCarryTheHeadersMadeFromTheRequest) {
+  StartShaped();
+  // 413: the head was read, so the client's id is there to echo.
+  std::string got = RawExchange(
+      "POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-request-id: client-7\r\n"
+      "Content-Length: 64\r\n\r\n" +
+      std::string(64, 'x'));
+  EXPECT_NE(got.find("413"), std::string::npos) << got;
+  EXPECT_NE(got.find("x-request-id: client-7\r\n"), std::string::npos) << got;
+  // 404 on a parsed request: the same.
+  got = RawExchange(
+      "GET /nowhere HTTP/1.1\r\nHost: x\r\nx-request-id: client-8\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(got.find("404"), std::string::npos) << got;
+  EXPECT_NE(got.find("x-request-id: client-8\r\n"), std::string::npos) << got;
+  // A request line that does not parse: no request headers, a made id.
+  got = RawExchange("\x01\x02 garbage\r\n\r\n");
+  EXPECT_NE(got.find("400"), std::string::npos) << got;
+  EXPECT_NE(got.find("x-request-id: made-here\r\n"), std::string::npos) << got;
 }
 
 }  // namespace

@@ -149,10 +149,12 @@ TEST_F(AnthropicIntegrationTest, ErrorStatuses) {
   auto too_long = Messages(Body("x", 100000000, false));
   EXPECT_EQ(too_long.status, 400) << too_long.body;
   EXPECT_EQ(json::parse(too_long.body).at("error").at("type"), "invalid_request_error");
-  // Oversized bodies are refused by the HTTP server before routing (413; its body is the
-  // OpenAI shape for every path, see docs/anthropic.md).
+  // Oversized bodies are refused by the HTTP server before routing: 413 in Anthropic's
+  // shape, with a request id like every other response.
   auto big = Messages(Body(std::string(2 << 20, 'x'), 4, false));
   EXPECT_EQ(big.status, 413);
+  EXPECT_EQ(json::parse(big.body).at("error").at("type"), "request_too_large") << big.body;
+  EXPECT_TRUE(big.headers.Find("x-request-id").starts_with("kgw-")) << big.body;
 }
 
 }  // namespace
