@@ -1,5 +1,7 @@
 #include "api/anthropic/messages_request.h"
 
+#include <fmt/format.h>
+
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
@@ -387,6 +389,30 @@ std::string ErrorBody(std::string_view type, std::string_view message) {
 
 std::string ErrorBody(const Status& status) {
   return ErrorBody(ErrorType(status.code()), status.message());
+}
+
+std::optional<std::string> ReplaceStreamError(std::string_view data, std::string_view request_id) {
+  if (data.empty() || data.front() != '{') return std::nullopt;
+  boost::system::error_code ec;
+  json::value v = json::parse(data, ec);
+  const json::object* o = ec ? nullptr : v.if_object();
+  if (!o) return std::nullopt;
+  const json::value* t = o->if_contains("type");
+  if (!t || !t->is_string() || t->get_string() != "error") return std::nullopt;
+  static constexpr std::string_view kDocumented[] = {
+      "invalid_request_error", "authentication_error", "billing_error",    "permission_error",
+      "not_found_error",       "request_too_large",    "rate_limit_error", "api_error",
+      "timeout_error",         "overloaded_error"};
+  std::string_view type = "api_error";
+  if (const json::value* e = o->if_contains("error"); e && e->is_object()) {
+    if (const json::value* et = e->get_object().if_contains("type"); et && et->is_string()) {
+      for (std::string_view known : kDocumented) {
+        if (et->get_string() == known) type = known;
+      }
+    }
+  }
+  return ErrorBody(type, fmt::format("The provider reported {} during the stream; request id {}.",
+                                     type, request_id));
 }
 
 }  // namespace kinference::api::anthropic

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <boost/json/object.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,5 +86,15 @@ int AnthropicStatusForUpstream(int status);
 // {"type":"error","error":{"type","message"}}.
 std::string ErrorBody(std::string_view type, std::string_view message);
 std::string ErrorBody(const Status& status);
+
+// A provider's Anthropic stream `error` event data ({"type":"error","error":{...}}): the
+// gateway's own error event data for the client, keeping the provider's error `type` when
+// it is one the Anthropic API reference "Errors" documents (invalid_request_error,
+// authentication_error, billing_error, permission_error, not_found_error,
+// request_too_large, rate_limit_error, api_error, timeout_error, overloaded_error; any
+// other becomes api_error) and saying what happened with the request id, never in the
+// provider's words (they may carry a key or an internal address; the caller logs them
+// redacted). nullopt for data that is not such an error object.
+std::optional<std::string> ReplaceStreamError(std::string_view data, std::string_view request_id);
 
 }  // namespace kinference::api::anthropic

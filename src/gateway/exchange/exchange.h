@@ -213,7 +213,8 @@ class Exchange : public InFlightRequest,
   std::string body_;
   api::SseParser parser_;
   // Anthropic provider on this attempt: its events become OpenAI chunks here; with
-  // relay_raw_ (native passthrough) they are only observed and the bytes relayed.
+  // relay_raw_ (native passthrough) they are only observed and relayed event by event
+  // (an error event replaced by the gateway's own, api::anthropic::ReplaceStreamError).
   std::optional<api::anthropic::MessagesStreamDecoder> decoder_;
   bool relay_raw_ = false;
   // This attempt streams a non-streamed request (UpstreamCall::assembled): its chunks are

@@ -95,7 +95,6 @@ void Exchange::OnData(std::string_view data) {
     body_.append(data);
     return;
   }
-  if (relay_raw_) writer_->Write(std::string(data));  // passthrough: the bytes as they came
   parser_.Feed(data, [this](const api::SseEvent& ev) { OnUpstreamEvent(ev); });
   ApplyBackpressure();
 }
@@ -143,6 +142,17 @@ void Exchange::OnClientStalled() {
 }
 
 void Exchange::OnUpstreamEvent(const api::SseEvent& ev) {
+  if (relay_raw_) {
+    // Passthrough (an Anthropic provider behind /v1/messages): each event as it came, but
+    // an error event in the gateway's own words; the provider's go to the log, redacted.
+    std::optional<std::string> own;
+    if (ev.event == "error") own = api::anthropic::ReplaceStreamError(ev.data, req_.request_id);
+    if (own) {
+      spdlog::warn("request {}: provider {} reported an error mid-stream: {}", req_.request_id,
+                   decision_.endpoint, RedactSecrets(ev.data, ctx_->ApiKeys()));
+    }
+    writer_->Write(api::FormatSse(own ? *own : ev.data, ev.event));
+  }
   if (!decoder_) return OnEvent(ev);
   for (const auto& out : decoder_->OnEvent(ev)) OnEvent(out);
 }
@@ -183,7 +193,7 @@ void Exchange::OnEvent(const api::SseEvent& ev) {
     last_token_ = now;
   }
   if (assembler_) return assembler_->Add(chunk);
-  if (relay_raw_) return;  // observed only: OnData relayed the upstream bytes
+  if (relay_raw_) return;  // observed only: OnUpstreamEvent relayed the provider's event
   if (codec_) {
     if (std::string out = codec_->OnEvent(ev); !out.empty()) writer_->Write(std::move(out));
     return;

@@ -173,5 +173,29 @@ TEST(AnthropicErrors, TypesAndStatusCodes) {
       json::parse(R"({"type":"error","error":{"type":"not_found_error","message":"no model"}})"));
 }
 
+TEST(AnthropicErrors, StreamErrorEventIsReplacedKeepingOnlyADocumentedType) {
+  auto own = ReplaceStreamError(
+      R"({"type":"error","error":{"type":"overloaded_error","message":"host 10.0.0.9 sk-x"}})",
+      "req-1");
+  ASSERT_TRUE(own.has_value());
+  json::value v = json::parse(*own);
+  EXPECT_EQ(v.at("type"), "error");
+  EXPECT_EQ(v.at("error").at("type"), "overloaded_error");
+  EXPECT_EQ(v.at("error").at("message"),
+            "The provider reported overloaded_error during the stream; request id req-1.");
+  // An undocumented type (it could carry anything) becomes api_error.
+  own = ReplaceStreamError(R"({"type":"error","error":{"type":"at 10.0.0.9"}})", "r");
+  ASSERT_TRUE(own.has_value());
+  EXPECT_EQ(json::parse(*own).at("error").at("type"), "api_error");
+  EXPECT_EQ(own->find("10.0.0.9"), std::string::npos);
+  own = ReplaceStreamError(R"({"type":"error"})", "r");
+  ASSERT_TRUE(own.has_value());
+  EXPECT_EQ(json::parse(*own).at("error").at("type"), "api_error");
+  // Not an error object: left alone.
+  EXPECT_FALSE(ReplaceStreamError(R"({"type":"ping"})", "r").has_value());
+  EXPECT_FALSE(ReplaceStreamError("not json", "r").has_value());
+  EXPECT_FALSE(ReplaceStreamError("", "r").has_value());
+}
+
 }  // namespace
 }  // namespace kinference::api::anthropic

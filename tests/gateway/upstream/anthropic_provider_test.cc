@@ -175,6 +175,36 @@ TEST_F(AnthropicProviderTest, MessagesStreamIsPassedThroughByteForByte) {
             1);
 }
 
+// A provider's error event mid-stream reaches a passthrough client as Anthropic's error
+// event with the provider's error type, in the gateway's words: the provider's message
+// (here with its key and an internal address) goes to the log only.
+TEST_F(AnthropicProviderTest, MessagesStreamErrorEventIsTheGatewaysOwn) {
+  const std::string head = kStream.substr(0, kStream.find("event: content_block_start"));
+  server_->set_response(
+      200, "text/event-stream",
+      head + "event: error\n" +
+          R"(data: {"type":"error","error":{"type":"overloaded_error","message":"node 10.1.2.3 busy; key sk-ant-secret"}})" +
+          "\n\n");
+  std::string body = kMessages;
+  body.insert(body.size() - 1, R"(,"stream":true)");
+  http::Headers h;
+  h.Add("x-request-id", "client-req-1");
+  auto r = Post(body, h, "/v1/messages");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body.substr(0, head.size()), head);  // events before the error: as they came
+  EXPECT_EQ(r.body.find("10.1.2.3"), std::string::npos) << r.body;
+  EXPECT_EQ(r.body.find("sk-ant-secret"), std::string::npos) << r.body;
+  const size_t at = r.body.find("event: error\ndata: ");
+  ASSERT_NE(at, std::string::npos) << r.body;
+  const size_t data = at + std::string("event: error\ndata: ").size();
+  json::value err = json::parse(r.body.substr(data, r.body.find("\n\n", data) - data));
+  EXPECT_EQ(err.at("type"), "error");
+  EXPECT_EQ(err.at("error").at("type"), "overloaded_error");
+  EXPECT_NE(std::string(err.at("error").at("message").as_string()).find("client-req-1"),
+            std::string::npos)
+      << r.body;
+}
+
 TEST_F(AnthropicProviderTest, MessagesWholeResponseIsPassedThroughUnchanged) {
   server_->set_response(200, "application/json", kMessage);
   auto r = Post(kMessages, {}, "/v1/messages");
