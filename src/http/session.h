@@ -354,10 +354,11 @@ class Session : public std::enable_shared_from_this<Session> {
     return server_->options_.error_headers(request_headers);
   }
 
-  // The headers of the request being read, once its head has been parsed; else none.
+  // The headers of the request being read, as far as parsed (a Content-Length over the
+  // limit fails the head's read after its fields were parsed); none without a parser.
   Headers ParsedHeaders() const {
     Headers h;
-    if (parser_ && parser_->is_header_done()) {
+    if (parser_) {
       for (const auto& f : parser_->get())
         h.Add(std::string(f.name_string()), std::string(f.value()));
     }
