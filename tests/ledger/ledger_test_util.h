@@ -1,6 +1,6 @@
 // Helpers shared by the ledger tests: usage records with distinct ids, temporary
-// directories, and one PostgreSQL server per test binary (started on first use, as the
-// package's unprivileged user when run as root; testing/services.h).
+// directories, and one PostgreSQL and one Redis server per test binary (started on first use, as
+// the package's unprivileged user when run as root; testing/services.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -65,6 +65,18 @@ inline testing::PostgresServer* SharedPostgres() {
     if (!server && error.empty()) error = "unknown error";
   }
   EXPECT_TRUE(server) << "PostgreSQL did not start: " << error;
+  return server.get();
+}
+
+// One Redis server for the whole test binary; a start failure fails the test.
+inline testing::RedisServer* SharedRedis() {
+  static std::unique_ptr<testing::RedisServer> server;
+  static std::string error;
+  if (!server && error.empty()) {
+    server = testing::RedisServer::Start(&error);
+    if (!server && error.empty()) error = "unknown error";
+  }
+  EXPECT_TRUE(server) << "redis-server did not start: " << error;
   return server.get();
 }
 

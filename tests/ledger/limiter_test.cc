@@ -10,10 +10,13 @@
 #include "accounting/calendar.h"
 #include "accounting/limits.h"
 #include "ledger/redis_limiter.h"
+#include "ledger_test_util.h"
 #include "testing/services.h"
 
 namespace kinference::ledger {
 namespace {
+
+using testutil::SharedRedis;
 
 using accounting::Admission;
 using accounting::Amounts;
@@ -22,17 +25,6 @@ using accounting::Reservation;
 using accounting::TenantLimits;
 
 const double kNoon = *accounting::ParseTime("2025-03-10T12:00:00Z");
-
-testing::RedisServer* SharedRedis() {
-  static std::unique_ptr<testing::RedisServer> server;
-  static std::string error;
-  if (!server && error.empty()) {
-    server = testing::RedisServer::Start(&error);
-    if (!server && error.empty()) error = "unknown error";
-  }
-  EXPECT_TRUE(server) << "redis-server did not start: " << error;
-  return server.get();
-}
 
 accounting::RedisConfig ConfigFor(uint16_t port, const std::string& prefix) {
   accounting::RedisConfig c;

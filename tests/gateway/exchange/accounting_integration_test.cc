@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "../../http/tls_fake_server.h"
+#include "../../ledger/ledger_test_util.h"
 #include "accounting/prices.h"
 #include "accounting/usage_record.h"
 #include "api/sse.h"
@@ -36,6 +37,7 @@ namespace json = boost::json;
 using accounting::UsageRecord;
 using kinference::testing::ChildProcess;
 using kinference::testing::LaunchKinference;
+using ledger::testutil::SharedRedis;
 
 std::string TempPath(const std::string& name) {
   static std::atomic<int> n{0};
@@ -278,17 +280,6 @@ TEST(AccountingIntegrationTest, CachedTokensBilledOnceOnBothFrontsAndProviderKin
 }
 
 // --- Limits shared by two replicas through Redis ---
-
-testing::RedisServer* SharedRedis() {
-  static std::unique_ptr<testing::RedisServer> server;
-  static std::string error;
-  if (!server && error.empty()) {
-    server = testing::RedisServer::Start(&error);
-    if (!server && error.empty()) error = "unknown error";
-  }
-  EXPECT_TRUE(server) << "redis-server did not start: " << error;
-  return server.get();
-}
 
 std::string RedisSection(uint16_t port, const std::string& prefix) {
   return "  redis: {url: \"redis://127.0.0.1:" + std::to_string(port) +
