@@ -238,28 +238,36 @@ Scenario CostShape(const ScenarioParams& p) {
 
 // Precise (KV-event) against approximate prefix index, on the workloads where the
 // difference shows: shared prefixes under cache pressure (the approximate index cannot
-// see evictions) and a replica restart (it cannot see the emptied cache until the next
-// scrape shows the counters reset).
+// see evictions), a replica restart (it cannot see the emptied cache until failed
+// connections or a scrape tell it), and several gateway replicas (each approximate index
+// knows only what its own gateway sent; with events every gateway knows every engine).
 Scenario KvEvents(const ScenarioParams& p) {
   Scenario s{"kv-events",
-             "3 x l40s-27b-fp8; approximate prefix index (what the gateway sent where) vs "
-             "precise (vLLM KV events, exact token ids); shared-prefix at 0.2 sessions/s and "
-             "multiturn at 0.1 sessions/s; +restart: l40s/0 restarts (30 s down, empty cache) "
-             "at 1/3 of the run; the Mooncake trace on 12 x h100-27b-fp8 at 1.5x",
+             fmt::format("3 x l40s-27b-fp8 behind 1 or {} gateway replicas (gw=N; own router "
+                         "each, requests split evenly at random); approximate prefix index "
+                         "(what each gateway sent where) vs precise (vLLM KV events, exact "
+                         "token ids, every gateway receiving every engine's events); "
+                         "shared-prefix at 0.2 sessions/s and multiturn at 0.1 sessions/s; "
+                         "+restart: l40s/0 restarts (30 s down, empty cache) at 1/3 of the "
+                         "run; the Mooncake trace on 12 x h100-27b-fp8 at 1.5x (gw=1)",
+                         kKvEventsRouters),
              {}};
   s.strategies = {"prefix", "predicted-ttft", "dynamo"};  // dynamo: its native KV-event mode
   s.max_trials = kTraceSlices;
-  for (bool restart : {false, true}) {
-    for (bool precise : {false, true}) {
-      auto o = BaseOptions(p, MakePool(Profile("l40s-27b-fp8"), "l40s", 3));
-      o.kv_events = precise;
-      std::string label =
-          std::string(precise ? "precise" : "approximate") + (restart ? "+restart" : "");
-      const size_t n = Scaled(72, p);
-      const double rate = 0.2;
-      if (restart) o.restarts.push_back(RestartSpec{"l40s/0", n / rate / 3, 30});
-      s.conditions.push_back(OpenLoop("shared-prefix", n, rate, o, label));
-      if (!restart) s.conditions.push_back(OpenLoop("multiturn", Scaled(24, p), 0.1, o, label));
+  for (size_t routers : {size_t{1}, kKvEventsRouters}) {
+    for (bool restart : {false, true}) {
+      for (bool precise : {false, true}) {
+        auto o = BaseOptions(p, MakePool(Profile("l40s-27b-fp8"), "l40s", 3));
+        o.kv_events = precise;
+        o.routers = routers;
+        std::string label = fmt::format("{} gw={}{}", precise ? "precise" : "approximate", routers,
+                                        restart ? "+restart" : "");
+        const size_t n = Scaled(72, p);
+        const double rate = 0.2;
+        if (restart) o.restarts.push_back(RestartSpec{"l40s/0", n / rate / 3, 30});
+        s.conditions.push_back(OpenLoop("shared-prefix", n, rate, o, label));
+        if (!restart) s.conditions.push_back(OpenLoop("multiturn", Scaled(24, p), 0.1, o, label));
+      }
     }
   }
   // The Mooncake trace on 12 x h100 (as the trace scenario at 1.5x): many prefixes, a
@@ -268,7 +276,7 @@ Scenario KvEvents(const ScenarioParams& p) {
     auto o = BaseOptions(p, MakePool(Profile("h100-27b-fp8"), "h100", kTraceReplicas));
     o.kv_events = precise;
     Condition c = OpenLoop("trace", Scaled(kTraceRequests, p), 0, o,
-                           precise ? "precise,speed=1.5" : "approximate,speed=1.5");
+                           precise ? "precise gw=1 speed=1.5" : "approximate gw=1 speed=1.5");
     c.spec.trace_path = p.trace_path;
     c.spec.speed = 1.5;
     c.trace_offset_step = kTraceSliceStride;
@@ -280,8 +288,8 @@ Scenario KvEvents(const ScenarioParams& p) {
 }  // namespace
 
 std::vector<std::string> ScenarioNames() {
-  return {"light-load", "capacity", "trace",      "heterogeneous", "restarts",  "large-prefix",
-          "burst",      "overload", "small-pool", "routers",       "cost-shape"};
+  return {"light-load",   "capacity", "trace",    "heterogeneous", "restarts", "kv-events",
+          "large-prefix", "burst",    "overload", "small-pool",    "routers",  "cost-shape"};
 }
 
 Result<Scenario> MakeScenario(const std::string& name, const ScenarioParams& params) {

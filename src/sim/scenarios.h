@@ -19,6 +19,10 @@
 //   heterogeneous  2 x l40s-27b-fp8 + 1 x h100-27b-fp8 (two pools), open loop.
 //   restarts       3 x l40s-27b-fp8; one replica restarts (empty cache), one joins, one
 //                  leaves during the run.
+//   kv-events      3 x l40s-27b-fp8 behind 1 or kKvEventsRouters gateway replicas:
+//                  approximate vs precise (KV-event) prefix index, shared-prefix (with and
+//                  without a replica restart) and multiturn; the trace on 12 x h100 at
+//                  1.5x with one gateway; strategies prefix, predicted-ttft, dynamo only.
 //   large-prefix   4 x l40s-27b-fp8, one 32,000-token prefix shared by every request, open
 //                  loop at 0.25, 0.5, 1 request/s: affinity alone piles every decode on one
 //                  replica.
@@ -88,6 +92,7 @@ inline constexpr double kSmallPoolRateRps = 0.03;
 inline constexpr size_t kRoutersReplicas = 8;
 inline constexpr size_t kRouterReplicas = 4;
 inline constexpr size_t kRoutersRequests = 150;
+inline constexpr size_t kKvEventsRouters = 3;  // issue #17: precise vs approximate, 1 and 3
 inline constexpr size_t kCostShapeReplicas = 4;
 inline constexpr size_t kCostShapeSessions = 40;
 inline constexpr double kCostShapeRateRps = 0.5;
