@@ -38,9 +38,15 @@ bool EndpointState::ObserveMetrics(const MetricsSnapshot& snap, Seconds at) {
 }
 
 void EndpointState::AddPending(uint64_t seq, Seconds at, double uncached_tokens,
-                               std::optional<TtftFeatures> own, double context_tokens) {
+                               std::optional<TtftFeatures> own, double context_tokens,
+                               std::vector<uint64_t> block_hashes, size_t cached_blocks) {
   RemovePending(seq);
-  pending_[seq] = Pending{at, std::max(0.0, uncached_tokens), own, std::max(0.0, context_tokens)};
+  pending_[seq] = Pending{at,
+                          std::max(0.0, uncached_tokens),
+                          own,
+                          std::max(0.0, context_tokens),
+                          std::move(block_hashes),
+                          cached_blocks};
   pending_ctx_ += std::max(0.0, context_tokens);
 }
 
@@ -68,6 +74,28 @@ void EndpointState::RemovePending(uint64_t seq, std::optional<Seconds> first_tok
   pending_ctx_ -= it->second.context_tokens;
   pending_.erase(it);
   if (pending_.empty()) pending_ctx_ = 0;
+}
+
+size_t EndpointState::InProgressBlocks(std::span<const uint64_t> block_hashes,
+                                       size_t matched_blocks) const {
+  matched_blocks = std::min(matched_blocks, block_hashes.size());
+  size_t most = 0;
+  for (const auto& [seq, p] : pending_) {
+    const size_t n = std::min(matched_blocks, p.block_hashes.size());
+    if (n <= p.cached_blocks) continue;
+    // Chained hashes: equal at i means equal up to i, so the shared prefix is the first
+    // index where they differ (binary search).
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (p.block_hashes[mid] == block_hashes[mid])
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo > p.cached_blocks) most = std::max(most, lo - p.cached_blocks);
+  }
+  return most;
 }
 
 double EndpointState::PrefillRate() const {

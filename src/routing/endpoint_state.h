@@ -29,7 +29,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <utility>
+#include <vector>
 
 #include "common/clock.h"
 #include "routing/decode_model.h"
@@ -70,12 +72,25 @@ class EndpointState {
   // the queue for predictor.Work(own) seconds, so a long prompt, slower per token for its
   // attention, holds it as long as the predictor expects, at the speed and shape learned
   // so far; nullopt: uncached_tokens at PrefillRate().
+  // `block_hashes`: its prompt's chained block hashes (RequestFeatures::block_hashes),
+  // of which the first `cached_blocks` were in the prefix index when it was dispatched:
+  // the rest are in the index only because its prefill is computing them (see
+  // InProgressBlocks).
   void AddPending(uint64_t seq, Seconds dispatched_at, double uncached_tokens,
-                  std::optional<TtftFeatures> own = std::nullopt, double context_tokens = 0);
+                  std::optional<TtftFeatures> own = std::nullopt, double context_tokens = 0,
+                  std::vector<uint64_t> block_hashes = {}, size_t cached_blocks = 0);
   // Drops a request from the awaiting-first-token queue; `first_token_at` (when it got
   // its first token) tells when the requests behind it could start their prefill.
   void RemovePending(uint64_t seq, std::optional<Seconds> first_token_at = std::nullopt);
   int awaiting_first_token() const { return static_cast<int>(pending_.size()); }
+  // Of the first `matched_blocks` blocks of `block_hashes` (a prompt's chained hashes,
+  // as the prefix index matched them here), how many are there only because a request
+  // still awaiting its first token here is prefilling them: blocks that were not in the
+  // index at its dispatch and that it shares with this prompt. The largest such count
+  // over the pending requests; 0 when the whole match was cached before any of them.
+  // A request routed here cannot hit them before that prefill ends. O(pending x log
+  // blocks).
+  size_t InProgressBlocks(std::span<const uint64_t> block_hashes, size_t matched_blocks) const;
 
   QueueEstimate EstimateQueue(Seconds now, double stale_metrics_s) const;
   // Sequences decoding now (q.running_seqs) and their context: the router's own running
@@ -106,8 +121,10 @@ class EndpointState {
   struct Pending {
     Seconds dispatched_at;
     double uncached_tokens;
-    std::optional<TtftFeatures> own;  // its own prefill's features; nullopt: unknown
-    double context_tokens;            // its context while it decodes (estimate)
+    std::optional<TtftFeatures> own;     // its own prefill's features; nullopt: unknown
+    double context_tokens;               // its context while it decodes (estimate)
+    std::vector<uint64_t> block_hashes;  // its prompt's chained block hashes
+    size_t cached_blocks = 0;            // of those, in the prefix index at its dispatch
   };
   double pending_ctx_ = 0;               // sum of pending_'s context_tokens
   std::map<uint64_t, Pending> pending_;  // by dispatch order

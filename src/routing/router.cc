@@ -111,6 +111,9 @@ class Router::Impl {
       size_t blocks = e.index.Match(f.block_hashes);
       v.matched_tokens =
           std::min(prompt_tokens, ratio.ToTokens(static_cast<double>(blocks * config.block_chars)));
+      const size_t in_progress = e.InProgressBlocks(f.block_hashes, blocks);
+      v.in_progress_tokens = std::min(
+          v.matched_tokens, ratio.ToTokens(static_cast<double>(in_progress * config.block_chars)));
     }
     v.uncached_tokens = std::max(0.0, prompt_tokens - v.matched_tokens);
     v.evicted_tokens = std::clamp(v.uncached_tokens - free_tokens, 0.0, v.uncached_tokens);
@@ -292,13 +295,14 @@ void Router::OnDispatched(const RequestFeatures& features, const Decision& decis
   const double prompt_tokens = v.matched_tokens + v.uncached_tokens;
   if (prompt_tokens > 0)
     impl_->reuse += Impl::kReuseAlpha * (v.matched_tokens / prompt_tokens - impl_->reuse);
+  const size_t cached_blocks = e.index.Match(features.block_hashes);
   e.index.Insert(features.block_hashes);
   r.context_tokens = prompt_tokens + v.output_tokens / 2;
   // Its own prefill in the predictor's shape (prefill + attention, no queue, no t0): a
   // long prompt holds the queue for its attention too, not only for its tokens.
   e.AddPending(r.seq, now, v.uncached_tokens,
                TtftFeatures{0, r.features.uncached_tokens, r.features.cached_tokens, 0},
-               r.context_tokens);
+               r.context_tokens, features.block_hashes, cached_blocks);
   ++e.in_flight;
   impl_->inflight[features.request_id] = std::move(r);
   if (Strategy* s = impl_->GetStrategy(decision.strategy))

@@ -42,7 +42,12 @@ struct CandidateView {
   double running_seqs = 0;                   // estimated sequences decoding
   double matched_tokens = 0;                 // expected prefix-cache hit for this request
   bool precise = false;                      // matched_tokens from the engine's KV events
-  double uncached_tokens = 0;                // expected prefill for this request
+  // Of matched_tokens, those in the prefix index only because one of the router's
+  // requests still awaiting its first token there is prefilling them (it put them in at
+  // dispatch): the hit exists only once that prefill ends, which queue_wait_s counts.
+  // 0 with the precise index (KV events report blocks once computed).
+  double in_progress_tokens = 0;
+  double uncached_tokens = 0;  // expected prefill for this request
   // Tokens of cached prefixes (by the prefix index's belief) that admitting this
   // request's uncached tokens would push out of the endpoint's cache (LRU), 0 while the
   // index is below its capacity; <= uncached_tokens.

@@ -476,5 +476,56 @@ TEST_F(RouterTest, RegisteredStrategyIsUsedWithoutRouterChanges) {
   EXPECT_EQ(CountingStrategy::finished, 1);
 }
 
+// Captures the candidate views Pick hands to the strategy; picks the first candidate.
+class CapturingStrategy : public Strategy {
+ public:
+  static inline std::map<EndpointId, CandidateView> views;
+  size_t Choose(const RequestFeatures&, std::span<const CandidateView> c, std::span<double>,
+                Seconds) override {
+    views.clear();
+    for (const auto& v : c) views[v.info->id] = v;
+    return 0;
+  }
+};
+
+// A prefix that a request dispatched to `a` is still prefilling is in a's prefix index
+// already, but not yet in its cache: in_progress_tokens says how much of the match that
+// is, until the request's first token; a prefix cached before it was dispatched is not.
+TEST_F(RouterTest, MatchOnAPrefixStillBeingPrefilledIsInProgressUntilTheFirstToken) {
+  RegisterStrategy("test-capture", [](const StrategyOptions&) -> std::unique_ptr<Strategy> {
+    return std::make_unique<CapturingStrategy>();
+  });
+  const std::string prefix = Text(71, 4000);
+  auto view = [&](const std::string& text, Seconds now) {
+    Pick(Req("probe", text), "test-capture", now);
+    return CapturingStrategy::views;
+  };
+  DispatchTo("a", Req("first", prefix + Text(72, 50)), 0);
+  auto v = view(prefix + Text(73, 50), 1);
+  EXPECT_GT(v["a"].matched_tokens, 3900);
+  EXPECT_EQ(v["a"].in_progress_tokens, v["a"].matched_tokens);
+  EXPECT_EQ(v["b"].matched_tokens, 0);
+  EXPECT_EQ(v["b"].in_progress_tokens, 0);
+  // A prompt that shares none of it sees nothing in progress.
+  EXPECT_EQ(view(Text(74, 4050), 1)["a"].in_progress_tokens, 0);
+
+  router.OnFirstToken("first", 14);
+  v = view(prefix + Text(73, 50), 15);
+  const double prefix_tokens = v["a"].matched_tokens;
+  EXPECT_GT(prefix_tokens, 3900);
+  EXPECT_EQ(v["a"].in_progress_tokens, 0);
+
+  // A longer prompt on the cached prefix: only its own new part is in progress.
+  const std::string longer = prefix + Text(75, 1000);
+  DispatchTo("a", Req("second", longer + Text(76, 50)), 16);
+  v = view(longer + Text(77, 50), 17);
+  const double block_tokens = 128.0 / 4;  // one 128-character block at ~4 chars/token
+  EXPECT_NEAR(v["a"].in_progress_tokens, v["a"].matched_tokens - prefix_tokens, block_tokens);
+  EXPECT_GT(v["a"].in_progress_tokens, 900);
+  // The request finished without a first token seen (an error): nothing is in progress.
+  router.OnFinished("second", Usage{}, Outcome::kError, 18);
+  EXPECT_EQ(view(longer + Text(77, 50), 19)["a"].in_progress_tokens, 0);
+}
+
 }  // namespace
 }  // namespace kinference::routing
