@@ -72,6 +72,26 @@
 // colder candidate from gaining by the warm one's queued requests (large prefix at 1/s
 // back to 11.4 s p90).
 //
+// A prefill in progress (issue #13, large-prefix at 0.5 and 1 request/s): the prefix
+// index holds a prompt's blocks from its dispatch, so a replica still prefilling the
+// 32,000-token prefix for the first time (13.9 s) looked as warm as one that had cached
+// it, and cheaper on decoding: nothing decodes there yet (R_i = 0: no slowdown or stall
+// charged), while the requests queued behind that prefill, which will decode next to this
+// one, count only in its own ITL. That relief (~7 s at 1/s) outweighed the wait, and with
+// the learned cost underestimating the cold prefill by ~40% (predicted 8.3 s, so at 0.5/s
+// a 12 s wait looked like 6 s) requests were sent behind it until it ended: TTFT p90 6.23 s
+// at 0.5/s and 7.99 s at 1/s (round-robin 0.61 / 0.63 s). Now a candidate whose match is
+// in progress (CandidateView::in_progress_tokens: blocks a request of ours still awaiting
+// its first token there put in the index) is charged at least the decode cost of a
+// candidate holding the hit now, as warm (own work within kColdSlackS) and with a lower
+// predicted TTFT, when there is one: decode load chooses among replicas that hold the
+// prefix, and waiting on a replication pays only when it ends sooner than the warm
+// replicas' queues. Candidates that are all cold or all in progress (a pool's start, a
+// burst on a new prefix) are scored as before. Measured (1 trial, seed 1): TTFT p90 0.62 s
+// at 0.5/s and 0.71 s at 1/s, e2e p90 22.3 -> 15.1 s and 22.5 -> 18.4 s; capacity, burst,
+// overload, small-pool, routers, cost-shape, light-load, heterogeneous, restarts unchanged
+// (docs/routing.md, "A prefill in progress is not a warm cache").
+//
 // Near ties (within kNearTieS or kNearTieFraction of the best) break on load: fewest in
 // flight, then fewest decoding, then score; the rest at random. With 1% / 5 ms the
 // capacity figure fell to 99.9 at seed 1 (load beat small real differences), so the
@@ -123,10 +143,21 @@ class PredictedTtftStrategy final : public Strategy {
       const double running = std::max(0.0, c[i].decode_seqs - c[i].awaiting_first_token);
       decode[i] = n * c[i].itl_s + running * c[i].itl_delta_s * n + running * own[i];
     }
+    // Prefill in progress (header): charged at least the decode cost of the candidate
+    // holding the hit now, as warm, that gives the first token sooner.
+    const std::vector<double> raw = decode;
     double best = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < c.size(); ++i) {
       if (own[i] > own[cheapest] + kColdSlackS && c[i].index_fill > kRoomFill)
         decode[i] = std::max(decode[i], decode[cheapest]);
+      if (c[i].in_progress_tokens > 0) {
+        size_t ref = i;
+        for (size_t j = 0; j < c.size(); ++j)
+          if (c[j].in_progress_tokens <= 0 && own[j] <= own[i] + kColdSlackS &&
+              c[j].predicted_ttft_s < c[ref].predicted_ttft_s)
+            ref = j;
+        decode[i] = std::max(decode[i], raw[ref]);
+      }
       const double per_token = c[i].uncached_tokens > 0 ? own[i] / c[i].uncached_tokens : 0;
       const double busy = std::min(1.0, c[i].decode_seqs);
       scores[i] = c[i].predicted_ttft_s + kExtraWorkWeight * busy * (own[i] - own[cheapest]) +

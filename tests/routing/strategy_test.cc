@@ -315,6 +315,77 @@ TEST(Strategy, PredictedTtftCountsRequestsQueuedAheadInItsOwnDecode) {
   EXPECT_NEAR(scores[0], 0.15 + 256 * 0.040 + 2 * 0.004 * 256 + 2 * 0.15, 1e-9);
 }
 
+// b's hit on the long prefix is still being prefilled by a request dispatched there
+// (in_progress_tokens): a request routed to b waits 6 s for that prefill and then decodes
+// next to it. b looks cheaper on decoding (one sequence to come, against a's three), and
+// without the floor that relief (18.99 - 12.29 s) outweighs the wait (b 18.79 against a
+// 19.49); with it b is charged a's decode cost, since a holds the same hit now, and the
+// warm a wins.
+TEST(Strategy, PredictedTtftDoesNotTradeAWaitOnAPrefillInProgressForDecodeRelief) {
+  Fixture fx(2);
+  for (auto& v : fx.views) {
+    v.output_tokens = 256;
+    v.itl_delta_s = 0.005;
+    v.matched_tokens = 32000;
+    v.uncached_tokens = 256;
+    v.fixed_cost_s = 0.4;
+  }
+  fx.views[0].predicted_ttft_s = 0.5;  // own work 0.1 s
+  fx.views[0].decode_seqs = 3;
+  fx.views[0].itl_s = 0.058;
+  fx.views[1].predicted_ttft_s = 6.5;  // 6 s queued behind the prefix's prefill, own 0.1 s
+  fx.views[1].queue_wait_s = 6.0;
+  fx.views[1].awaiting_first_token = 1;
+  fx.views[1].decode_seqs = 1;
+  fx.views[1].itl_s = 0.048;
+  fx.views[1].in_progress_tokens = 32000;
+  const double decode_a = 256 * 0.058 + 3 * 0.005 * 256 + 3 * 0.1;
+  std::vector<double> scores;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 0u);
+  EXPECT_NEAR(scores[0], 0.5 + decode_a, 1e-9);
+  EXPECT_NEAR(scores[1], 6.5 + decode_a, 1e-9);
+  // The same b with its hit cached already (the prefill finished and the 6 s are other
+  // requests' work): its decode relief counts, and it wins.
+  fx.views[1].in_progress_tokens = 0;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 1u);
+  EXPECT_NEAR(scores[1], 6.5 + 256 * 0.048, 1e-9);
+}
+
+// No candidate holds the hit yet (b and b2 are prefilling the prefix, c is cold): waiting
+// on b is not charged another candidate's decode cost, not even b2's, whose prefill ends
+// sooner, so b's lighter decode load wins over b2's 3 s less wait, and both win over c.
+TEST(Strategy, PredictedTtftWaitsOnAPrefillInProgressWhenNoReplicaHoldsTheHit) {
+  Fixture fx(3);
+  for (auto& v : fx.views) {
+    v.output_tokens = 256;
+    v.itl_delta_s = 0.005;
+    v.fixed_cost_s = 0.4;
+  }
+  fx.views[0].predicted_ttft_s = 6.5;  // b as above
+  fx.views[0].queue_wait_s = 6.0;
+  fx.views[0].matched_tokens = 32000;
+  fx.views[0].uncached_tokens = 256;
+  fx.views[0].awaiting_first_token = 1;
+  fx.views[0].decode_seqs = 1;
+  fx.views[0].itl_s = 0.048;
+  fx.views[0].in_progress_tokens = 32000;
+  fx.views[1].predicted_ttft_s = 14.0;  // c: the whole prefix to prefill, nothing decoding
+  fx.views[1].uncached_tokens = 32256;
+  fx.views[1].itl_s = 0.043;
+  fx.views[2] = fx.views[0];  // b2: started earlier, 3 s to go, 4 queued there
+  fx.views[2].info = &fx.infos[2];
+  fx.views[2].predicted_ttft_s = 3.5;
+  fx.views[2].queue_wait_s = 3.0;
+  fx.views[2].awaiting_first_token = 4;
+  fx.views[2].decode_seqs = 4;
+  fx.views[2].itl_s = 0.062;
+  std::vector<double> scores;
+  EXPECT_EQ(ChooseWith("predicted-ttft", fx.views, &scores), 0u);
+  EXPECT_NEAR(scores[0], 6.5 + 256 * 0.048, 1e-9);
+  EXPECT_NEAR(scores[1], 14.0 + 256 * 0.043, 1e-9);
+  EXPECT_NEAR(scores[2], 3.5 + 256 * 0.062, 1e-9);
+}
+
 TEST(Strategy, ArgMinBreaksTiesByTieBreakThenRandomly) {
   uint64_t rng = 1;
   std::vector<double> s = {1, 0, 0};
