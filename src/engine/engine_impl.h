@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/block_hash_memo.h"
 #include "engine/engine.h"
 #include "engine/kv_cache.h"
 
@@ -86,21 +87,9 @@ class Engine::Impl {
   void UpdateGauges();
 
   BlockPool pool_;
-  // Block hashes already computed, by (parent key, XXH3-128 of the block's token ids):
-  // a multi-turn prompt repeats its earlier turns' blocks, and sha256 over vLLM's pickle
-  // was a fifth of the simulator's CPU time. Two generations of at most kHashMemoEntries
-  // each: when the current one fills, it becomes the previous one (bounded memory,
-  // recent blocks kept). Deterministic: a lookup returns what ChainedBlockHash would.
-  struct HashMemoKey {
-    uint64_t parent, lo, hi;
-    bool operator==(const HashMemoKey&) const = default;
-  };
-  struct HashMemoKeyHash {
-    size_t operator()(const HashMemoKey& k) const { return k.lo ^ (k.parent * 0x9e3779b97f4a7c15); }
-  };
-  static constexpr size_t kHashMemoEntries = 1 << 14;
-  BlockHash MemoizedBlockHash(const BlockHash* parent, std::span<const TokenId> tokens);
-  std::unordered_map<HashMemoKey, BlockHash, HashMemoKeyHash> hash_memo_, hash_memo_old_;
+  // Block hashes already computed (a multi-turn prompt repeats its earlier turns' blocks,
+  // shared-prefix prompts their prefix's).
+  BlockHashMemo hash_memo_;
   std::unordered_map<std::string, std::unique_ptr<Req>> live_;
   std::map<std::pair<Seconds, uint64_t>, Req*> pending_;  // by (ready time, arrival order)
   std::deque<Req*> waiting_;

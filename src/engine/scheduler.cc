@@ -1,38 +1,18 @@
 // Engine::Impl::PlanStep: one step of vLLM V1's Scheduler.schedule()
 // (vllm/v1/core/sched/scheduler.py) with the block accounting of kv_cache_manager.py.
-#include <xxhash.h>
-
 #include <algorithm>
 
 #include "engine/engine_impl.h"
 
 namespace kinference::engine {
 
-BlockHash Engine::Impl::MemoizedBlockHash(const BlockHash* parent,
-                                          std::span<const TokenId> tokens) {
-  const uint64_t parent_key = parent ? parent->key : 0;
-  XXH128_hash_t h = XXH3_128bits_withSeed(tokens.data(), tokens.size_bytes(), parent_key);
-  HashMemoKey key{parent_key, h.low64, h.high64};
-  if (auto it = hash_memo_.find(key); it != hash_memo_.end()) return it->second;
-  if (auto it = hash_memo_old_.find(key); it != hash_memo_old_.end()) {
-    return hash_memo_.emplace(key, it->second).first->second;
-  }
-  BlockHash computed = ChainedBlockHash(parent, tokens);
-  if (hash_memo_.size() >= kHashMemoEntries) {
-    hash_memo_old_.swap(hash_memo_);
-    hash_memo_.clear();  // keeps its buckets: no rehashing while it refills
-  }
-  hash_memo_.emplace(key, computed);
-  return computed;
-}
-
 void Engine::Impl::EnsureHashes(Req& r, int n_blocks) {
   const int bs = profile_.block_size;
   while (static_cast<int>(r.hashes.size()) < n_blocks) {
     size_t i = r.hashes.size();
     if (static_cast<int>((i + 1) * bs) > r.num_tokens()) break;
-    r.hashes.push_back(MemoizedBlockHash(i > 0 ? &r.hashes[i - 1] : nullptr,
-                                         std::span<const TokenId>(r.tokens.data() + i * bs, bs)));
+    r.hashes.push_back(hash_memo_.Get(i > 0 ? &r.hashes[i - 1] : nullptr,
+                                      std::span<const TokenId>(r.tokens.data() + i * bs, bs)));
   }
 }
 
