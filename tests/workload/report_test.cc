@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <random>
 
 namespace kinference::workload {
 namespace {
@@ -61,6 +63,38 @@ TEST(SummaryTest, ComputesStatisticsOverSuccessfulRequests) {
   EXPECT_DOUBLE_EQ(s.output_tokens_per_s, 12.0 / 8.0);
   EXPECT_EQ(s.endpoints.at("a"), 2u);
   EXPECT_EQ(s.endpoints.at("b"), 1u);
+}
+
+// Summarize selects its percentiles' ranks in place instead of sorting each sample; the
+// values must be exactly those of a full sort (checked on samples with many ties).
+TEST(SummaryTest, PercentilesEqualThoseOfTheSortedSampleExactly) {
+  std::mt19937_64 rng(5);
+  std::vector<RequestRecord> recs;
+  std::vector<double> ttft, itl, e2e;
+  for (int i = 0; i < 2001; ++i) {
+    const double t = static_cast<double>(rng() % 300) / 7.0, e = t + (rng() % 1000) / 3.0;
+    std::vector<double> gaps;
+    for (uint64_t k = rng() % 9; k > 0; --k) gaps.push_back(static_cast<double>(rng() % 50) / 11.0);
+    ttft.push_back(t);
+    e2e.push_back(e);
+    itl.insert(itl.end(), gaps.begin(), gaps.end());
+    recs.push_back(Ok(t, gaps, e, 10, 0));
+  }
+  auto sorted = [](std::vector<double> v, double q) {  // the definition, by a full sort
+    std::sort(v.begin(), v.end());
+    const double pos = q * static_cast<double>(v.size() - 1);
+    const size_t lo = static_cast<size_t>(std::floor(pos)), hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+  };
+  Summary s = Summarize(recs, {"w", "random", "", "", 1.0, 1.0});
+  EXPECT_EQ(s.ttft_p50_s, sorted(ttft, 0.50));
+  EXPECT_EQ(s.ttft_p90_s, sorted(ttft, 0.90));
+  EXPECT_EQ(s.ttft_p99_s, sorted(ttft, 0.99));
+  EXPECT_EQ(s.itl_p50_s, sorted(itl, 0.50));
+  EXPECT_EQ(s.itl_p90_s, sorted(itl, 0.90));
+  EXPECT_EQ(s.e2e_p50_s, sorted(e2e, 0.50));
+  EXPECT_EQ(s.e2e_p90_s, sorted(e2e, 0.90));
+  for (double q : {0.0, 0.05, 0.37, 0.5, 0.99, 1.0}) EXPECT_EQ(Percentile(itl, q), sorted(itl, q));
 }
 
 TEST(SummaryTest, PredictionErrorAgainstObservedTtft) {
