@@ -103,35 +103,44 @@ std::vector<TokenId> PrefixTokenizer::Tokenize(std::string_view text) {
   if (text.size() < kMinCachedBytes || text.size() > UINT32_MAX || max_entries_ == 0)
     return kinference::Tokenize(text);
   const uint64_t key = XXH3_64bits(text.data(), kKeyBytes);
-  Entry fresh;
-  fresh.ids.reserve(text.size() / 4 + 1);
-  fresh.ends.reserve(text.size() / 4 + 1);
-  size_t pos = 0;
-  if (auto it = entries_.find(key); it != entries_.end()) {
+  std::vector<TokenId> ids;
+  ids.reserve(text.size() / 4 + 1);
+  size_t pos = 0, k = 0;
+  auto it = entries_.find(key);
+  if (it != entries_.end()) {
     const Entry& old = it->second;
     const size_t common = CommonPrefix(old.text, text);
     if (common > kLookaheadBytes) {
       // Tokens ending at or before `safe` were decided by bytes both texts share.
       const size_t safe = common - kLookaheadBytes;
-      const size_t k = static_cast<size_t>(
+      k = static_cast<size_t>(
           std::upper_bound(old.ends.begin(), old.ends.end(), static_cast<uint32_t>(safe)) -
           old.ends.begin());
-      fresh.ids.assign(old.ids.begin(), old.ids.begin() + static_cast<std::ptrdiff_t>(k));
-      fresh.ends.assign(old.ends.begin(), old.ends.begin() + static_cast<std::ptrdiff_t>(k));
+      ids.assign(old.ids.begin(), old.ids.begin() + static_cast<std::ptrdiff_t>(k));
       pos = k > 0 ? old.ends[k - 1] : 0;
       reused_tokens_ += k;
     }
   }
+  // Keep the cached text when it served most of this one (shared-prefix: the prefix);
+  // otherwise this text replaces it, and its token ends are recorded.
+  const bool keep = it != entries_.end() && 2 * pos >= text.size();
+  std::vector<uint32_t> ends;
+  if (!keep) {
+    ends.reserve(text.size() / 4 + 1);
+    if (k > 0)
+      ends.assign(it->second.ends.begin(),
+                  it->second.ends.begin() + static_cast<std::ptrdiff_t>(k));
+  }
   while (pos < text.size()) {
     const size_t n = NextTokenLength(text, pos);
-    fresh.ids.push_back(IdOf(text.substr(pos, n)));
+    ids.push_back(IdOf(text.substr(pos, n)));
     pos += n;
-    fresh.ends.push_back(static_cast<uint32_t>(pos));
+    if (!keep) ends.push_back(static_cast<uint32_t>(pos));
   }
-  std::vector<TokenId> ids = fresh.ids;
-  fresh.text.assign(text);
-  if (entries_.size() >= max_entries_ && !entries_.contains(key)) entries_.clear();
-  entries_[key] = std::move(fresh);
+  if (!keep) {
+    if (entries_.size() >= max_entries_ && it == entries_.end()) entries_.clear();
+    entries_[key] = Entry{std::string(text), ids, std::move(ends)};
+  }
   return ids;
 }
 
