@@ -110,11 +110,11 @@ void TtftPredictor::Observe(const TtftFeatures& f, double observed_s) {
   }
   const double y = std::max(0.0, observed_s - fixed_cost());
   // Speed: weighted least squares of y = s * g (g: the prior's cost with the learned
-  // shape) with forgetting; the prior is a pseudo-observation (g = y = 1 s) that is
+  // shape) with forgetting; the prior is a pseudo-observation (kSpeedPriorWeight) that is
   // never forgotten, so the fit cannot run away.
   const double g = ShapedWork(f);
-  sum_gy_ = kForgetting * (sum_gy_ - kPriorWeight) + w * g * y + kPriorWeight;
-  sum_gg_ = kForgetting * (sum_gg_ - kPriorWeight) + w * g * g + kPriorWeight;
+  sum_gy_ = kForgetting * (sum_gy_ - kSpeedPriorWeight) + w * g * y + kSpeedPriorWeight;
+  sum_gg_ = kForgetting * (sum_gg_ - kSpeedPriorWeight) + w * g * g + kSpeedPriorWeight;
   if (!learn_shape_ || !unqueued) return;
   Vec x = Features(f);
   const double u = kPrior[1] * x[1] + kPrior[3] * x[3], v = kPrior[2] * x[2];

@@ -17,8 +17,8 @@
 // vLLM schedules (chunked prefill, FCFS); what varies between deployments is mostly the
 // speed, so that is what is learned: least squares of (TTFT - t0) on g, the prior cost
 // without t0 (with the learned shape below), with forgetting factor 0.97 (memory ~30
-// observations), plus a never-forgotten pseudo-observation g = y = 1 s (the prior,
-// s = 1); s is clamped to [0.001, 20] (a tiny model on a CPU prefills ~80x faster per
+// observations), plus a never-forgotten pseudo-observation of weight kSpeedPriorWeight at
+// s = 1 (the prior); s is clamped to [0.001, 20] (a tiny model on a CPU prefills ~80x faster per
 // token than the prior: s ~ 0.013; the bound was 0.05 before the CPU profile showed
 // that). t0 is learned with the shape (below) from unqueued observations; learning it
 // by a free joint fit with s on every observation made routing worse (measured:
@@ -75,7 +75,7 @@
 // recursive update. Without learn_shape, r = 1 and t0 = 50 ms (the speed-only model).
 // Measured (ttft_predictor_test, virtual time): an engine with a 1 s fixed cost, 7 in 8
 // requests cached, 10% of TTFTs 5x stalls: cached requests predicted within 4% (with
-// t0 = 50 ms: 92% off), cold ones 35% (61%); a 20 ms engine: t0 31 ms.
+// t0 = 50 ms: 92% off), cold ones 41% (61%); a 20 ms engine: t0 31 ms.
 //
 // Robustness: a TTFT far from the prediction (a stall, a queue the router could not see)
 // counts with a Huber weight: 1 while |error| <= max(kHuberK x spread, kHuberFloor x
@@ -133,6 +133,13 @@ class TtftPredictor {
 
   static constexpr double kForgetting = 0.97;
   static constexpr double kPriorWeight = 1.0;  // s^2: one observation of 1 s of work
+  // The speed prior's weight (s^2 of work): a tenth of one observation of 1 s of work, so
+  // that the first cold requests on a fast engine set its speed. At 1 s^2 the prior
+  // outweighed them there: vLLM CPU with the tiny model prefills a 3,700-token prompt in
+  // ~0.25 s where the prior says ~1 s (g ~ 1 s, so each such observation weighed as much as
+  // the prior), and with ~6 cold requests among 150, each forgotten by the cached ones
+  // after, cold TTFTs stayed predicted 2-3x too high (docs/real-vllm.md, 2026-12-03).
+  static constexpr double kSpeedPriorWeight = 0.1;
   static constexpr double kMinScale = 1e-3, kMaxScale = 20;
   static constexpr double kShapeKappa = 0.01;
   static constexpr double kMinShape = 1e-3, kMaxShape = 1e3;
@@ -158,8 +165,8 @@ class TtftPredictor {
   double ShapedWork(const TtftFeatures& f) const;
 
   bool learn_shape_;
-  double sum_gy_ = kPriorWeight;  // one-factor fit: decayed sums, prior included
-  double sum_gg_ = kPriorWeight;
+  double sum_gy_ = kSpeedPriorWeight;  // one-factor fit: decayed sums, prior included
+  double sum_gg_ = kSpeedPriorWeight;
   double t0_ = 0.05;  // the learned fixed cost; starts at the prior's
   // Shape fit, on observations with nothing queued: decayed weighted sums of u^2, u v,
   // v^2, u y, v y with u = the prefill and running components, v = the attention
