@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Gateway memory and latency under 10x overload, and how fast latency recovers (issue #12).
+
+Starts two engine-sims (l40s-27b-fp8 at --time-scale) and a gateway in front of them with
+`max_in_flight` per endpoint (--max-in-flight; 0 = no limit, the engines queue everything)
+and the default admission queue (256 waiters, 10 model seconds). Three phases, closed loop:
+  baseline  --light clients send short requests (max_tokens 16) for --phase seconds;
+  overload  --clients clients send long ones (max_tokens --long-tokens, ignore_eos) for
+            --phase seconds, while the light clients go on;
+  recovery  the light clients alone again, for 2 x --phase seconds.
+The overload clients stop sending when it ends, and their requests still in flight are
+abandoned (connections closed). Every second it samples the gateway's RSS (VmRSS) and the
+light clients' latency (whole response, p50 per second).
+
+Prints one JSON line: RSS at start, peak and end; outcome counts of the overload requests
+(status -> count) and whether every 429/503 had Retry-After; the light requests' latency p50
+in the baseline, during the overload and in each 5 s of the recovery; and the seconds after
+the overload until a 5 s window's p50 is within 1.5x of the baseline's.
+
+Usage: benchmarks/overload.py KINFERENCE_BINARY [--clients 200] [--light 4] [--phase 20]
+       [--max-in-flight 16] [--time-scale 20] [--long-tokens 2000]
+Processes it starts are stopped by pid; temp files go to a mktemp directory.
+"""
+import argparse
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url, timeout=60):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                return r.status
+        except Exception:
+            time.sleep(0.2)
+    raise RuntimeError("no answer from " + url)
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def body(max_tokens, ignore_eos):
+    return json.dumps({"model": "m", "max_tokens": max_tokens, "ignore_eos": ignore_eos,
+                       "messages": [{"role": "user", "content": "tell me a story"}]})
+
+
+def client(port, payload, stop, record, timeout):
+    conn = None
+    while not stop.is_set():
+        start = time.time()
+        try:
+            if conn is None:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+            conn.request("POST", "/v1/chat/completions", payload,
+                         {"Content-Type": "application/json"})
+            r = conn.getresponse()
+            r.read()
+            record(start, time.time(), r.status, r.getheader("Retry-After"))
+            if r.status >= 400:
+                time.sleep(0.05)
+        except Exception:
+            record(start, time.time(), "error", None)
+            if conn is not None:
+                conn.close()
+            conn = None
+            time.sleep(0.05)
+    if conn is not None:
+        conn.close()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("--clients", type=int, default=200)
+    ap.add_argument("--light", type=int, default=4)
+    ap.add_argument("--phase", type=float, default=20)
+    ap.add_argument("--max-in-flight", type=int, default=16)
+    ap.add_argument("--time-scale", type=float, default=20)
+    ap.add_argument("--long-tokens", type=int, default=2000)
+    a = ap.parse_args()
+
+    tmp = tempfile.mkdtemp(prefix="overload-")
+    procs = []
+    try:
+        sims = []
+        for i in range(2):
+            port = free_port()
+            procs.append(subprocess.Popen(
+                [a.binary, "engine-sim", "--port", str(port), "--served-model-name", "m",
+                 "--time-scale", str(a.time_scale)],
+                stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, f"sim{i}.log"), "w")))
+            wait_http(f"http://127.0.0.1:{port}/health")
+            sims.append(f"http://127.0.0.1:{port}")
+        gw_port = free_port()
+        cfg = os.path.join(tmp, "gw.yaml")
+        with open(cfg, "w") as f:
+            f.write(f"listen: {{address: 127.0.0.1, port: {gw_port}}}\n"
+                    f"time_scale: {a.time_scale}\nrequest_timeout_s: 100000\n"
+                    f"pools:\n  - name: p\n    model: m\n    max_in_flight: {a.max_in_flight}\n"
+                    f"    endpoints: [{', '.join(sims)}]\n")
+        gw = subprocess.Popen([a.binary, "gateway", "--config", cfg], stdout=subprocess.DEVNULL,
+                              stderr=open(os.path.join(tmp, "gw.log"), "w"))
+        procs.append(gw)
+        wait_http(f"http://127.0.0.1:{gw_port}/health")
+        rss_start = rss_mb(gw.pid)
+
+        lock = threading.Lock()
+        light, heavy = [], []
+
+        def rec(into):
+            def f(start, end, status, retry_after):
+                with lock:
+                    into.append((start, end, status, retry_after))
+            return f
+
+        stop_light, stop_heavy = threading.Event(), threading.Event()
+        threads = [threading.Thread(target=client, daemon=True,
+                                    args=(gw_port, body(16, False), stop_light, rec(light), 600))
+                   for _ in range(a.light)]
+        for t in threads:
+            t.start()
+        samples = []
+        t0 = time.time()
+
+        def sample_until(t_end):
+            while time.time() < t_end:
+                time.sleep(1)
+                samples.append((round(time.time() - t0, 1), round(rss_mb(gw.pid), 1)))
+
+        sample_until(t0 + a.phase)
+        t_over = time.time()
+        heavy_threads = [threading.Thread(target=client, daemon=True,
+                                          args=(gw_port, body(a.long_tokens, True), stop_heavy,
+                                                rec(heavy), 600))
+                         for _ in range(a.clients)]
+        for t in heavy_threads:
+            t.start()
+        sample_until(t_over + a.phase)
+        t_rec = time.time()
+        stop_heavy.set()
+        # Abandon the long requests still in flight: their threads are daemons blocked in
+        # reads; the gateway sees their connections close when the process exits below.
+        sample_until(t_rec + 2 * a.phase)
+        stop_light.set()
+        rss_end = rss_mb(gw.pid)
+
+        def p50(lo, hi):
+            v = [e - s for s, e, st, _ in light if lo <= e < hi and st == 200]
+            return round(statistics.median(v), 4) if v else None
+
+        base = p50(t0, t_over)
+        windows = []
+        recovered_after = None
+        w = t_rec
+        while w + 5 <= t_rec + 2 * a.phase + 0.01:
+            m = p50(w, w + 5)
+            windows.append(m)
+            if recovered_after is None and m is not None and base and m <= 1.5 * base:
+                recovered_after = round(w + 5 - t_rec, 1)
+            w += 5
+        outcomes = {}
+        retry_missing = 0
+        for _, _, st, ra in heavy:
+            outcomes[str(st)] = outcomes.get(str(st), 0) + 1
+            if st in (429, 503) and not ra:
+                retry_missing += 1
+        print(json.dumps({
+            "max_in_flight": a.max_in_flight, "clients": a.clients, "light": a.light,
+            "phase_s": a.phase, "time_scale": a.time_scale,
+            "rss_mb_start": round(rss_start, 1),
+            "rss_mb_peak": max(r for _, r in samples), "rss_mb_end": round(rss_end, 1),
+            "overload_outcomes": outcomes, "overload_429_503_without_retry_after": retry_missing,
+            "light_p50_s_baseline": base, "light_p50_s_overload": p50(t_over, t_rec),
+            "light_p50_s_recovery_5s_windows": windows,
+            "recovered_after_s": recovered_after,
+            "light_errors": sum(1 for _, _, st, _ in light if st != 200),
+            "rss_samples": samples}))
+    finally:
+        for p in reversed(procs):
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
