@@ -58,6 +58,7 @@ FaultUpstream::FaultUpstream(boost::asio::io_context& io, Fault fault) : fault_(
 
 void FaultUpstream::Handle(http::Request r, std::shared_ptr<http::ResponseWriter> w) {
   ++requests_;
+  if (fault_ == Fault::kHtml404) return w->Send(404, "text/html", kHtmlPage);
   if (fault_ == Fault::kLeaky500) {
     return w->Send(500, "application/json",
                    std::string(R"({"error":{"message":"upstream )") + kLeakedAddress +

@@ -23,7 +23,13 @@ enum class Fault {
   // POSTs answer 500 with a body that quotes an API key and an internal address, as a
   // careless provider's error does.
   kLeaky500,
+  // POSTs answer 404 with a proxy's HTML page (kHtmlPage): not an API error body.
+  kHtml404,
 };
+
+// The page kHtml404 answers with.
+inline constexpr const char* kHtmlPage =
+    "<html><body><h1>404 Not Found</h1><hr>nginx at 10.1.2.3</body></html>";
 
 // The secret and the address kLeaky500's body quotes.
 inline constexpr const char* kLeakedKey = "sk-live0123456789abcdefghijklmnop";

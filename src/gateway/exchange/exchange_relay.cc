@@ -35,6 +35,13 @@ std::string BadGatewayBody(std::string_view message) {
                                                         {"code", kBadGateway}}}});
 }
 
+// Whether `body` is a JSON object (an OpenAI, vLLM or Anthropic error body is one).
+bool IsJsonObject(std::string_view body) {
+  boost::json::error_code ec;
+  boost::json::value v = boost::json::parse(body, ec);
+  return !ec && v.is_object();
+}
+
 // error.type of an OpenAI- or Anthropic-shaped error body; empty for anything else.
 std::string UpstreamErrorType(std::string_view body) {
   boost::json::error_code ec;
@@ -357,7 +364,25 @@ void Exchange::SanitizeUpstreamError() {
   if (upstream_status_ < 400) return;
   const std::vector<std::string> keys = ctx_->ApiKeys();
   if (upstream_status_ < 500 && body_.size() <= kMaxRedactedBytes) {
-    body_ = RedactSecrets(body_, keys);  // the client's own mistake: its words help it
+    if (relay_raw_ || IsJsonObject(body_)) {
+      body_ = RedactSecrets(body_, keys);  // the client's own mistake: its words help it
+      return;
+    }
+    // Empty, plain text or a proxy's HTML page: not the API's error shape, and not words
+    // meant for the client. The log has them (redacted); the client the gateway's, in
+    // OpenAI's shape (the Anthropic front's codec rewrites that into its own).
+    spdlog::warn("request {}: upstream {} answered {} without a JSON error: {}", req_.request_id,
+                 decision_.endpoint, upstream_status_, RedactSecrets(body_, keys));
+    body_ = boost::json::serialize(boost::json::object{
+        {"error", boost::json::object{
+                      {"message", GatewayMessage(fmt::format(
+                                      "The model server rejected the request (upstream status "
+                                      "{}) without an error message",
+                                      upstream_status_))},
+                      {"type", "invalid_request_error"},
+                      {"param", nullptr},
+                      {"code", upstream_status_}}}});
+    upstream_content_type_ = "application/json";
     return;
   }
   spdlog::warn("request {}: upstream {} answered {}: {}", req_.request_id, decision_.endpoint,

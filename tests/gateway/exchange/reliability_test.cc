@@ -259,6 +259,29 @@ TEST_F(ReliabilityTest, UpstreamErrorBodyIsReplacedInAnthropicShape) {
   EXPECT_EQ(json::parse(r.body).at("type").as_string(), "error");
 }
 
+// An upstream 4xx whose body is no API error (a proxy's HTML page in front of vLLM) keeps
+// its status; the client gets the API's own error shape and never the page.
+TEST_F(ReliabilityTest, NonJsonUpstream4xxBodyIsReplacedInTheApisShape) {
+  auto& html = AddFault(Fault::kHtml404);
+  Start(Config({Url(html.port())}));
+  for (const std::string& body : {kChat, kStreamChat}) {
+    auto r = Post(body);
+    EXPECT_EQ(r.status, 404) << body;
+    EXPECT_EQ(r.headers.Find("content-type"), "application/json") << body;
+    EXPECT_EQ(r.body.find("nginx"), std::string::npos) << r.body;
+    const json::value v = json::parse(r.body);
+    const auto& error = v.at("error");
+    EXPECT_NE(error.at("message").as_string().find("upstream status 404"), std::string::npos)
+        << r.body;
+    EXPECT_EQ(error.at("code").as_int64(), 404);
+  }
+  auto m = Post(kMessages, {}, "/v1/messages");
+  EXPECT_EQ(m.status, 404);
+  EXPECT_EQ(m.body.find("nginx"), std::string::npos) << m.body;
+  EXPECT_EQ(json::parse(m.body).at("type").as_string(), "error") << m.body;
+  EXPECT_EQ(json::parse(m.body).at("error").at("type").as_string(), "not_found_error") << m.body;
+}
+
 TEST_F(ReliabilityTest, ConnectFailureMessageNamesNoAddress) {
   Start(Config({Url(DeadPort())}));
   auto r = Post(kChat);
