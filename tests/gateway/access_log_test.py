@@ -7,7 +7,8 @@ environment):
   - `--log-format json`: every stderr line is one JSON object; one access-log line
     ("logger": "access") per request with request id, tenant, models requested and served,
     endpoint, strategy, predicted and observed TTFT, tokens, status, outcome, duration;
-    requests refused before routing (a wrong key) get one too;
+    requests refused before routing (a wrong key) get one too; an upstream's 4xx is logged
+    as its answer (`error`: "upstream answered 400");
   - x-request-id: a client's valid id is returned, used in the access log and in
     /debug/decisions, and forwarded upstream (the engine names its response
     "chatcmpl-<x-request-id>", as vLLM does); an invalid one is replaced by a generated
@@ -137,6 +138,9 @@ policies: {{files: [policies/p.yaml], debug_admin_tenants: [acme]}}
         st, h, _ = post(port, dict(chat, model="no-such-model"), {**auth, "x-request-id": "nf-1"})
         check(st == 404 and h.get("x-request-id") == "nf-1",
               f"unknown model: 404 with the id ({st}, {h.get('x-request-id')})")
+        # The engine refuses an empty messages list (400), as vLLM does.
+        st, h, _ = post(port, dict(chat, messages=[]), {**auth, "x-request-id": "up-400"})
+        check(st == 400, f"empty messages: the upstream's 400 (got {st})")
         req = urllib.request.Request(f"http://127.0.0.1:{port}/debug/decisions", headers=auth)
         decisions = urllib.request.urlopen(req, timeout=30).read().decode()
         check("client-id-123" in decisions, "the client id is in /debug/decisions")
@@ -159,7 +163,7 @@ policies: {{files: [policies/p.yaml], debug_admin_tenants: [acme]}}
             except ValueError:
                 check(False, f"stderr line is JSON: {line!r}")
         access = [o for o in objs if o.get("logger") == "access"]
-        check(len(access) == 5, f"one access line per request (5): got {len(access)}")
+        check(len(access) == 6, f"one access line per request (6): got {len(access)}")
         by_id = {o.get("request_id"): o for o in access}
         a = by_id.get("client-id-123", {})
         for k in ("time", "level", "tenant", "model_requested", "model_served", "endpoint",
@@ -173,6 +177,10 @@ policies: {{files: [policies/p.yaml], debug_admin_tenants: [acme]}}
         r = by_id.get("refused-1", {})
         check(r.get("status") == 401 and r.get("outcome") == "refused",
               f"refused request logged ({r})")
+        u = by_id.get("up-400", {})
+        check(u.get("status") == 400 and u.get("outcome") == "error" and
+              u.get("error") == "upstream answered 400",
+              f"upstream 400 logged as the upstream's answer, not 'no healthy endpoint' ({u})")
         prov = [o for o in access if o.get("model_requested") == "provider-model"]
         check(prov and prov[0].get("endpoint") == "provider/simprov", f"provider line ({prov})")
         levels = [o.get("log_level") for o in objs if o.get("msg") == "log level changed"]

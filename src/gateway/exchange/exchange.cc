@@ -333,6 +333,7 @@ void Exchange::ReleaseSlot() {
 }
 
 void Exchange::FailUnsendable(const Status& s) {
+  last_error_ = s.message();
   if (codec_) {
     codec_->SendError(*writer_, s, RoutedHeaders());
   } else {
@@ -345,6 +346,7 @@ void Exchange::FailUnsendable(const Status& s) {
 bool Exchange::Abort(const Status& s) {
   if (finished_) return false;
   spdlog::warn("request {}: aborted: {}", req_.request_id, s.message());
+  last_error_ = s.message();
   finished_ = true;  // the cancelled call's completion is ignored
   LeaveQueue();
   if (call_) {
@@ -367,6 +369,7 @@ bool Exchange::Abort(const Status& s) {
 void Exchange::OnClientClosed() {
   if (finished_) return;
   spdlog::info("request {}: client disconnected; cancelling upstream", req_.request_id);
+  last_error_ = "client disconnected";
   LeaveQueue();
   if (call_) {
     auto call = call_;  // Cancel may complete the call and reset call_

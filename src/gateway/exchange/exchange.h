@@ -160,7 +160,7 @@ class Exchange : public InFlightRequest,
   // A whole upstream error body about to be relayed: 5xx replaced by the gateway's own
   // message (logged redacted), 4xx redacted; a 4xx body that is not a JSON object (empty,
   // text, a proxy's HTML) replaced by the gateway's message in OpenAI's shape (except
-  // when passed through natively to /v1/messages).
+  // when passed through natively to /v1/messages). Sets last_error_.
   void SanitizeUpstreamError();
   // Backpressure (see the class comment).
   void ApplyBackpressure();
@@ -202,6 +202,8 @@ class Exchange : public InFlightRequest,
 
   routing::Decision decision_;
   std::vector<routing::EndpointId> tried_;
+  // Why the request failed, for the client (after retries: the last endpoint's failure)
+  // and the access log's `error` (set wherever a failure ends the request).
   std::string last_error_ = "no healthy endpoint";
   std::shared_ptr<http::Call> call_;
   int retries_ = 0;

@@ -139,6 +139,7 @@ void Exchange::OnClientStalled() {
       "cancelling the upstream request",
       req_.request_id, ctx_->config.backpressure.client_stall_timeout_s, writer_->pending_bytes());
   ctx_->stats.RecordClientStall();
+  last_error_ = "client stalled";
   finished_ = true;  // the cancelled call's completion is ignored
   if (call_) {
     auto call = call_;
@@ -271,6 +272,7 @@ void Exchange::OnComplete(Status status) {
                            ? "The model server did not finish within the request timeout"
                            : "The connection to the model server failed");
     Status err(code, message);
+    last_error_ = message;
     if (response_started_) {
       writer_->Write(StreamErrorBytes(err));
       writer_->End();
@@ -363,6 +365,7 @@ void Exchange::RecordEndpointResult(const Status& status) {
 void Exchange::SanitizeUpstreamError() {
   if (upstream_status_ < 400) return;
   const std::vector<std::string> keys = ctx_->ApiKeys();
+  last_error_ = fmt::format("upstream answered {}", upstream_status_);
   if (upstream_status_ < 500 && body_.size() <= kMaxRedactedBytes) {
     if (relay_raw_ || IsJsonObject(body_)) {
       body_ = RedactSecrets(body_, keys);  // the client's own mistake: its words help it
@@ -421,6 +424,7 @@ void Exchange::FailCredentialsRejected() {
   std::string message = fmt::format("upstream {} rejected the gateway's credentials ({})",
                                     decision_.endpoint, upstream_status_);
   spdlog::error("request {}: {}; check the api key the gateway sends it", req_.request_id, message);
+  last_error_ = message;
   if (relay_raw_) {
     writer_->Send(kBadGateway, "application/json", api::anthropic::ErrorBody("api_error", message),
                   RoutedHeaders());
@@ -438,6 +442,7 @@ void Exchange::FailAssembly(const Status& s) {
                assembler_->upstream_error().empty() ? "" : ": ",
                RedactSecrets(assembler_->upstream_error(), ctx_->ApiKeys()));
   std::string message = GatewayMessage("The model server's response stream failed");
+  last_error_ = message;
   if (codec_) {  // the Anthropic front maps an upstream 502 to its own shape
     codec_->SendBody(*writer_, kBadGateway, BadGatewayBody(message), RoutedHeaders());
   } else {
