@@ -138,9 +138,12 @@ policies: {{files: [policies/p.yaml], debug_admin_tenants: [acme]}}
         st, h, _ = post(port, dict(chat, model="no-such-model"), {**auth, "x-request-id": "nf-1"})
         check(st == 404 and h.get("x-request-id") == "nf-1",
               f"unknown model: 404 with the id ({st}, {h.get('x-request-id')})")
-        # The engine refuses an empty messages list (400), as vLLM does.
-        st, h, _ = post(port, dict(chat, messages=[]), {**auth, "x-request-id": "up-400"})
-        check(st == 400, f"empty messages: the upstream's 400 (got {st})")
+        # The engine refuses an empty messages list (400), as vLLM does; its OpenAI-shaped
+        # error reaches the client.
+        st, h, body = post(port, dict(chat, messages=[]), {**auth, "x-request-id": "up-400"})
+        err = json.loads(body).get("error", {}) if st == 400 else {}
+        check(st == 400 and "messages" in str(err.get("message")),
+              f"empty messages: the upstream's 400 and its message (got {st} {body})")
         req = urllib.request.Request(f"http://127.0.0.1:{port}/debug/decisions", headers=auth)
         decisions = urllib.request.urlopen(req, timeout=30).read().decode()
         check("client-id-123" in decisions, "the client id is in /debug/decisions")

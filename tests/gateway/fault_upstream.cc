@@ -44,6 +44,7 @@ FaultUpstream::FaultUpstream(boost::asio::io_context& io, Fault fault) : fault_(
     Handle(std::move(r), std::move(w));
   };
   server_->Route("POST", "/v1/chat/completions", handler);
+  server_->Route("POST", "/v1/completions", handler);
   server_->Route("GET", "/metrics", [this](http::Request, auto w) {
     if (fault_ == Fault::kMetricsFail) {
       return w->Send(500, "text/plain", "metrics exporter failed\n");
@@ -59,6 +60,8 @@ FaultUpstream::FaultUpstream(boost::asio::io_context& io, Fault fault) : fault_(
 void FaultUpstream::Handle(http::Request r, std::shared_ptr<http::ResponseWriter> w) {
   ++requests_;
   if (fault_ == Fault::kHtml404) return w->Send(404, "text/html", kHtmlPage);
+  if (fault_ == Fault::kProxyJson404) return w->Send(404, "application/json", kProxyJson);
+  if (fault_ == Fault::kText429) return w->Send(429, "text/plain", "slow down");
   if (fault_ == Fault::kLeaky500) {
     return w->Send(500, "application/json",
                    std::string(R"({"error":{"message":"upstream )") + kLeakedAddress +

@@ -25,11 +25,18 @@ enum class Fault {
   kLeaky500,
   // POSTs answer 404 with a proxy's HTML page (kHtmlPage): not an API error body.
   kHtml404,
+  // POSTs answer 404 with a proxy's own JSON (kProxyJson, as Kong's): JSON, but no API
+  // error.
+  kProxyJson404,
+  // POSTs answer 429 with text/plain "slow down" and no JSON.
+  kText429,
 };
 
-// The page kHtml404 answers with.
+// The page kHtml404 answers with, and kProxyJson404's body; both name an internal address.
 inline constexpr const char* kHtmlPage =
     "<html><body><h1>404 Not Found</h1><hr>nginx at 10.1.2.3</body></html>";
+inline constexpr const char* kProxyJson =
+    R"({"message":"no Route matched with those values","upstream":"10.1.2.3:8000"})";
 
 // The secret and the address kLeaky500's body quotes.
 inline constexpr const char* kLeakedKey = "sk-live0123456789abcdefghijklmnop";

@@ -158,9 +158,10 @@ class Exchange : public InFlightRequest,
   // Passive health: what this attempt's end says about its endpoint.
   void RecordEndpointResult(const Status& status);
   // A whole upstream error body about to be relayed: 5xx replaced by the gateway's own
-  // message (logged redacted), 4xx redacted; a 4xx body that is not a JSON object (empty,
-  // text, a proxy's HTML) replaced by the gateway's message in OpenAI's shape (except
-  // when passed through natively to /v1/messages). Sets last_error_.
+  // message (logged redacted), 4xx redacted; a 4xx body that is no API error (empty, text,
+  // a proxy's HTML or its own JSON) or over kMaxRedactedBytes replaced by the gateway's
+  // message, status kept, in the API's shape (Anthropic's when passed through natively to
+  // /v1/messages, else OpenAI's). Sets last_error_.
   void SanitizeUpstreamError();
   // Backpressure (see the class comment).
   void ApplyBackpressure();

@@ -35,11 +35,33 @@ std::string BadGatewayBody(std::string_view message) {
                                                         {"code", kBadGateway}}}});
 }
 
-// Whether `body` is a JSON object (an OpenAI, vLLM or Anthropic error body is one).
-bool IsJsonObject(std::string_view body) {
+// Whether `body` is an API error meant for the client: OpenAI's, vLLM's or Anthropic's
+// {"error": {...}}, or vLLM's older {"object": "error", "message": ...}. Anything else is
+// not (empty, plain text, a proxy's HTML page, or a proxy's own JSON such as Kong's
+// {"message": "no Route matched with those values"}).
+bool IsApiErrorBody(std::string_view body) {
   boost::json::error_code ec;
   boost::json::value v = boost::json::parse(body, ec);
-  return !ec && v.is_object();
+  const boost::json::object* o = ec ? nullptr : v.if_object();
+  if (o == nullptr) return false;
+  if (const boost::json::value* e = o->if_contains("error"); e != nullptr && e->is_object())
+    return true;
+  const boost::json::value* object = o->if_contains("object");
+  return object != nullptr && object->is_string() && object->get_string() == "error";
+}
+
+// OpenAI error type for an upstream 4xx answered in the gateway's words: as the gateway's
+// own errors of that status (OpenAiErrorType, common/status.h). 401 and 403 never get
+// here (FailCredentialsRejected).
+const char* OpenAiTypeForUpstream4xx(int status) {
+  switch (status) {
+    case 404:
+      return "not_found_error";
+    case 429:
+      return "rate_limit_error";
+    default:
+      return "invalid_request_error";
+  }
 }
 
 // error.type of an OpenAI- or Anthropic-shaped error body; empty for anything else.
@@ -304,6 +326,7 @@ void Exchange::OnComplete(Status status) {
       if (relay_raw_ || decoder_->failed()) {
         writer_->End();
         bool ok = !decoder_->failed();
+        if (!ok) last_error_ = "upstream stream failed";  // an error event, or cut short
         return Finish(ok ? routing::Outcome::kSuccess : routing::Outcome::kError,
                       ok ? "success" : "error");
       }
@@ -311,6 +334,7 @@ void Exchange::OnComplete(Status status) {
     if (codec_) {
       if (std::string out = codec_->OnEnd(); !out.empty()) writer_->Write(std::move(out));
       if (codec_->failed()) {
+        last_error_ = "upstream stream failed";
         writer_->End();
         return Finish(routing::Outcome::kError, "error");
       }
@@ -367,24 +391,29 @@ void Exchange::SanitizeUpstreamError() {
   const std::vector<std::string> keys = ctx_->ApiKeys();
   last_error_ = fmt::format("upstream answered {}", upstream_status_);
   if (upstream_status_ < 500 && body_.size() <= kMaxRedactedBytes) {
-    if (relay_raw_ || IsJsonObject(body_)) {
+    if (IsApiErrorBody(body_)) {
       body_ = RedactSecrets(body_, keys);  // the client's own mistake: its words help it
       return;
     }
-    // Empty, plain text or a proxy's HTML page: not the API's error shape, and not words
-    // meant for the client. The log has them (redacted); the client the gateway's, in
-    // OpenAI's shape (the Anthropic front's codec rewrites that into its own).
-    spdlog::warn("request {}: upstream {} answered {} without a JSON error: {}", req_.request_id,
+    // Empty, plain text, a proxy's HTML page or its own JSON: not the API's error shape,
+    // and not words meant for the client (they may name an internal address). The log has
+    // them (redacted); the client the gateway's words in the API's shape: Anthropic's on
+    // passthrough, else OpenAI's (the Anthropic front's codec rewrites that into its own).
+    spdlog::warn("request {}: upstream {} answered {} without an API error: {}", req_.request_id,
                  decision_.endpoint, upstream_status_, RedactSecrets(body_, keys));
-    body_ = boost::json::serialize(boost::json::object{
-        {"error", boost::json::object{
-                      {"message", GatewayMessage(fmt::format(
-                                      "The model server rejected the request (upstream status "
-                                      "{}) without an error message",
-                                      upstream_status_))},
-                      {"type", "invalid_request_error"},
-                      {"param", nullptr},
-                      {"code", upstream_status_}}}});
+    const std::string message = GatewayMessage(fmt::format(
+        "The model server rejected the request (upstream status {}) without an error message",
+        upstream_status_));
+    if (relay_raw_) {
+      body_ = api::anthropic::ErrorBody(api::anthropic::ErrorTypeForHttpStatus(upstream_status_),
+                                        message);
+    } else {
+      body_ = boost::json::serialize(boost::json::object{
+          {"error", boost::json::object{{"message", message},
+                                        {"type", OpenAiTypeForUpstream4xx(upstream_status_)},
+                                        {"param", nullptr},
+                                        {"code", upstream_status_}}}});
+    }
     upstream_content_type_ = "application/json";
     return;
   }
@@ -405,10 +434,14 @@ void Exchange::SanitizeUpstreamError() {
                                  upstream_status_ / 100));
   const char* type = overloaded                ? "overloaded_error"
                      : upstream_status_ >= 500 ? "api_error"
-                                               : "invalid_request_error";
-  if (relay_raw_ && upstream_status_ >= 500) {
+                                               : OpenAiTypeForUpstream4xx(upstream_status_);
+  if (relay_raw_) {
     // Passthrough to /v1/messages: Anthropic's shape, and its 529 for an upstream 529.
-    body_ = api::anthropic::ErrorBody(overloaded ? "overloaded_error" : "api_error", message);
+    body_ = api::anthropic::ErrorBody(
+        overloaded                ? "overloaded_error"
+        : upstream_status_ >= 500 ? "api_error"
+                                  : api::anthropic::ErrorTypeForHttpStatus(upstream_status_),
+        message);
     if (!(overloaded && upstream_status_ == 529)) upstream_status_ = status;
   } else {
     body_ = boost::json::serialize(boost::json::object{
@@ -457,6 +490,7 @@ void Exchange::RelayWholeBody() {
     std::string message =
         fmt::format("upstream {} answered 200 without a message", decision_.endpoint);
     spdlog::warn("request {}: {}", req_.request_id, message);
+    last_error_ = message;
     writer_->Send(kBadGateway, "application/json", api::anthropic::ErrorBody("api_error", message),
                   RoutedHeaders());
     return Finish(routing::Outcome::kError, "error");

@@ -10,6 +10,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "fake_upstream.h"
@@ -79,6 +80,10 @@ class ReliabilityTest : public testing::GatewayHarness {
                                         std::string path = "/v1/chat/completions") {
     return std::async(std::launch::async, [this, body, path] { return Post(body, {}, path); });
   }
+
+  // Three OpenAI requests and one /v1/messages to `up`, which answers `status` without an
+  // API error body (below).
+  void ExpectNonApi4xxReplaced(const FaultUpstream& up, int status, const std::string& type);
 
   std::vector<std::unique_ptr<FakeUpstream>> fakes_;
   std::vector<std::unique_ptr<FaultUpstream>> faults_;
@@ -259,27 +264,54 @@ TEST_F(ReliabilityTest, UpstreamErrorBodyIsReplacedInAnthropicShape) {
   EXPECT_EQ(json::parse(r.body).at("type").as_string(), "error");
 }
 
-// An upstream 4xx whose body is no API error (a proxy's HTML page in front of vLLM) keeps
-// its status; the client gets the API's own error shape and never the page.
-TEST_F(ReliabilityTest, NonJsonUpstream4xxBodyIsReplacedInTheApisShape) {
-  auto& html = AddFault(Fault::kHtml404);
-  Start(Config({Url(html.port())}));
-  for (const std::string& body : {kChat, kStreamChat}) {
-    auto r = Post(body);
-    EXPECT_EQ(r.status, 404) << body;
+// An upstream 4xx whose body is no API error (a proxy's HTML page or its own JSON in
+// front of vLLM, a bare text 429) keeps its status; the client gets the API's own error
+// shape with the gateway's words, never the proxy's page or the address it names.
+void ReliabilityTest::ExpectNonApi4xxReplaced(const FaultUpstream& up, int status,
+                                              const std::string& type) {
+  const std::string upstream_status = "upstream status " + std::to_string(status);
+  const std::vector<std::pair<std::string, std::string>> openai = {
+      {"/v1/chat/completions", kChat},
+      {"/v1/chat/completions", kStreamChat},
+      {"/v1/completions", R"({"model":"m","prompt":"hello"})"}};
+  for (const auto& [path, body] : openai) {
+    auto r = Post(body, {}, path);
+    EXPECT_EQ(r.status, status) << body;
     EXPECT_EQ(r.headers.Find("content-type"), "application/json") << body;
-    EXPECT_EQ(r.body.find("nginx"), std::string::npos) << r.body;
+    EXPECT_EQ(r.body.find("10.1.2.3"), std::string::npos) << r.body;
     const json::value v = json::parse(r.body);
     const auto& error = v.at("error");
-    EXPECT_NE(error.at("message").as_string().find("upstream status 404"), std::string::npos)
-        << r.body;
-    EXPECT_EQ(error.at("code").as_int64(), 404);
+    EXPECT_NE(error.at("message").as_string().find(upstream_status), std::string::npos) << r.body;
+    EXPECT_EQ(error.at("type").as_string(), type) << r.body;
+    EXPECT_EQ(error.at("code").as_int64(), status);
   }
   auto m = Post(kMessages, {}, "/v1/messages");
-  EXPECT_EQ(m.status, 404);
-  EXPECT_EQ(m.body.find("nginx"), std::string::npos) << m.body;
+  EXPECT_EQ(m.status, status);
+  EXPECT_EQ(m.body.find("10.1.2.3"), std::string::npos) << m.body;
   EXPECT_EQ(json::parse(m.body).at("type").as_string(), "error") << m.body;
-  EXPECT_EQ(json::parse(m.body).at("error").at("type").as_string(), "not_found_error") << m.body;
+  EXPECT_EQ(json::parse(m.body).at("error").at("type").as_string(), type) << m.body;
+  EXPECT_NE(json::parse(m.body).at("error").at("message").as_string().find(upstream_status),
+            std::string::npos)
+      << m.body;
+  EXPECT_EQ(up.requests(), 4);  // a 4xx is not retried
+}
+
+TEST_F(ReliabilityTest, HtmlUpstream404IsReplacedInTheApisShape) {
+  auto& up = AddFault(Fault::kHtml404);
+  Start(Config({Url(up.port())}));
+  ExpectNonApi4xxReplaced(up, 404, "not_found_error");
+}
+
+TEST_F(ReliabilityTest, ProxyJsonUpstream404IsReplacedInTheApisShape) {
+  auto& up = AddFault(Fault::kProxyJson404);
+  Start(Config({Url(up.port())}));
+  ExpectNonApi4xxReplaced(up, 404, "not_found_error");
+}
+
+TEST_F(ReliabilityTest, TextUpstream429IsReplacedInTheApisShape) {
+  auto& up = AddFault(Fault::kText429);
+  Start(Config({Url(up.port())}));
+  ExpectNonApi4xxReplaced(up, 429, "rate_limit_error");
 }
 
 TEST_F(ReliabilityTest, ConnectFailureMessageNamesNoAddress) {

@@ -296,6 +296,38 @@ TEST_F(AnthropicProviderTest, MalformedWholeMessageIsABadGatewayOnPassthrough) {
   }
 }
 
+// A 4xx whose body is no API error (a proxy's HTML page in front of the provider): status
+// kept, the gateway's words in Anthropic's shape on passthrough (streamed or not) and in
+// OpenAI's on the translated chat front; never the page or the address it names. An
+// Anthropic error body is still passed through, its words included.
+TEST_F(AnthropicProviderTest, NonApi4xxBodyIsReplacedInAnthropicShapeOnPassthrough) {
+  server_->set_response(404, "text/html", "<html><body>404 nginx at 10.1.2.3</body></html>");
+  std::string stream = kMessages;
+  stream.insert(stream.size() - 1, R"(,"stream":true)");
+  for (const std::string& body : {kMessages, stream}) {
+    auto m = Post(body, {}, "/v1/messages");
+    EXPECT_EQ(m.status, 404) << m.body;
+    EXPECT_EQ(m.headers.Find("content-type"), "application/json");
+    EXPECT_EQ(m.body.find("10.1.2.3"), std::string::npos) << m.body;
+    json::value v = json::parse(m.body);
+    EXPECT_EQ(v.at("type"), "error") << m.body;
+    EXPECT_EQ(v.at("error").at("type"), "not_found_error") << m.body;
+    EXPECT_NE(v.at("error").at("message").as_string().find("upstream status 404"),
+              std::string::npos)
+        << m.body;
+  }
+  auto c = Post(kChat);
+  EXPECT_EQ(c.status, 404) << c.body;
+  EXPECT_EQ(c.body.find("10.1.2.3"), std::string::npos) << c.body;
+  EXPECT_TRUE(json::parse(c.body).at("error").is_object()) << c.body;
+  const std::string anthropic_error =
+      R"({"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: too big"}})";
+  server_->set_response(400, "application/json", anthropic_error);
+  auto a = Post(kMessages, {}, "/v1/messages");
+  EXPECT_EQ(a.status, 400);
+  EXPECT_EQ(a.body, anthropic_error);
+}
+
 // A streamed chat whose upstream sent garbage ends with an error event saying 502, as the
 // same failure unstreamed.
 TEST_F(AnthropicProviderTest, GarbageStreamErrorEventSaysBadGateway) {
