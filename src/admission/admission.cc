@@ -125,13 +125,26 @@ bool AdmissionController::AnyRoom(const Entry& e) const {
                      [&](const std::string& c) { return HasRoom(c); });
 }
 
-std::optional<TicketId> AdmissionController::NextAdmissible() {
+size_t PickByAffinity(std::span<const double> affinity, int first_passed_over) {
+  if (affinity.empty() || first_passed_over >= kMaxPassOvers) return 0;
+  size_t pick = 0;
+  for (size_t i = 1; i < affinity.size(); ++i) {
+    if (affinity[i] > affinity[pick]) pick = i;
+  }
+  return pick;
+}
+
+int AdmissionController::TenantLoad(const std::string& tenant) const {
+  auto t = tenant_in_flight_.find(tenant);
+  return t == tenant_in_flight_.end() ? 0 : t->second;
+}
+
+std::optional<TicketId> AdmissionController::NextAdmissible(const AffinityFn& affinity) {
   auto best = queue_.end();
   int best_tenant_load = 0;
   for (auto it = queue_.begin(); it != queue_.end(); ++it) {
     if (!AnyRoom(*it)) continue;
-    auto t = tenant_in_flight_.find(it->waiter.tenant);
-    int load = t == tenant_in_flight_.end() ? 0 : t->second;
+    int load = TenantLoad(it->waiter.tenant);
     // queue_ is in arrival order: a later waiter wins only by priority or a lighter tenant.
     if (best == queue_.end() || it->waiter.priority > best->waiter.priority ||
         (it->waiter.priority == best->waiter.priority && load < best_tenant_load)) {
@@ -140,6 +153,26 @@ std::optional<TicketId> AdmissionController::NextAdmissible() {
     }
   }
   if (best == queue_.end()) return std::nullopt;
+  if (affinity) {
+    // The window: the first waiters, from `best` on in arrival order, of best's class
+    // (priority and tenant load) that may go now.
+    std::vector<std::vector<Entry>::iterator> window;
+    std::vector<double> values;
+    for (auto it = best; it != queue_.end() && window.size() < kAffinityWindow; ++it) {
+      if (it->waiter.priority != best->waiter.priority ||
+          TenantLoad(it->waiter.tenant) != best_tenant_load)
+        continue;
+      std::vector<std::string> room = WithRoom(it->waiter.candidates);
+      if (room.empty()) continue;
+      window.push_back(it);
+      values.push_back(affinity(it->waiter.id, room));
+    }
+    size_t pick = PickByAffinity(values, best->passed_over);
+    if (pick != 0) {
+      ++best->passed_over;
+      best = window[pick];
+    }
+  }
   TicketId id = best->waiter.id;
   ++pools_[best->pool].stats.admitted_from_queue_total;
   queue_.erase(best);

@@ -3,7 +3,7 @@
 // Pure (no I/O, no clock, no threads): every call takes the current time, so the gateway
 // (real clock) and the simulator (virtual clock) share it.
 //
-// Model (docs/admission.md has the whole text):
+// Model (docs/reliability.md, "Admission control", has the whole text):
 //  - Each endpoint has a limit on in-flight requests: configured (max_in_flight > 0), or
 //    derived from what it reports (max_in_flight = kDerive): the engine's concurrency C is
 //    learned from a scrape that shows it saturated (vllm:num_requests_waiting > 0: then
@@ -23,6 +23,15 @@
 //    within a priority, the tenant with the fewest requests in flight (fair between
 //    tenants: a tenant flooding the queue does not starve one sending a few); then the
 //    earliest arrival.
+//  - Cache affinity: with an affinity function (NextAdmissible's argument: the router's
+//    expected prefix-cache hit of a waiter on the endpoints with room, in tokens), the
+//    waiter admitted is the one of the first kAffinityWindow waiters of that order (same
+//    priority and tenant load as the first) whose prompt an endpoint with room caches
+//    most; ties and no hit anywhere keep the order. A waiter passed over kMaxPassOvers
+//    times goes next whatever the others' affinity, so none is delayed by more than that
+//    many admissions. Why: under overload every slot that frees went to the oldest waiter
+//    whatever the freed endpoint caches, so every strategy degraded to random placement
+//    and recomputed shared prefixes everywhere (docs/reliability.md, "Cache affinity").
 //  - A waiter whose deadline (arrival + queue_timeout_s) passes leaves the queue refused.
 //  - Refusals carry a Retry-After estimate (RetryAfterS): the time for the queue ahead to
 //    drain at the pool's recent completion rate, 1..60 s.
@@ -33,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -54,6 +64,12 @@ inline constexpr int kDerive = -1;
 // without holding requests there that another endpoint could serve first.
 inline constexpr int kMinHeadroom = 2;
 inline constexpr int kHeadroomDivisor = 4;
+// Cache affinity (header comment). Our choices, measured in the simulator's overload
+// scenario (docs/reliability.md): a window of 16 waiters finds one that some freed endpoint
+// caches among the shared-prefix groups of a busy pool, and 16 pass-overs bound the
+// reordering's cost to the waiter at the head to 16 admissions.
+inline constexpr size_t kAffinityWindow = 16;
+inline constexpr int kMaxPassOvers = 16;
 
 struct Options {
   int max_queue = 256;           // waiters per pool (requests)
@@ -69,6 +85,17 @@ struct Waiter {
   Seconds arrival = 0;
   std::vector<std::string> candidates;  // endpoint ids it may use (policies applied)
 };
+
+// Affinity of waiter `id` for `with_room` (its candidate endpoints that have room now):
+// larger is better, 0 for none (tokens of expected prefix-cache hit, for the gateway).
+using AffinityFn = std::function<double(TicketId id, std::span<const std::string> with_room)>;
+
+// Which waiter of an affinity window to admit: `affinity` holds the window's values in
+// admission order (the waiter that would go first without affinity at 0). Returns the
+// position of the largest, the earliest among equals, or 0 when the first has been passed
+// over kMaxPassOvers times already (`first_passed_over`). Shared by the controller and the
+// simulator's gateway queue.
+size_t PickByAffinity(std::span<const double> affinity, int first_passed_over);
 
 enum class EnqueueOutcome { kQueued, kRefused };
 
@@ -117,9 +144,10 @@ class AdmissionController {
   EnqueueResult Enqueue(Waiter waiter, Seconds now);
   // The client went away: the waiter leaves the queue (no-op if not queued).
   void Cancel(TicketId id);
-  // The next waiter that may go now (a candidate has room), chosen as the header says;
-  // it leaves the queue. Call again after dispatching it (OnDispatched) for the next.
-  std::optional<TicketId> NextAdmissible();
+  // The next waiter that may go now (a candidate has room), chosen as the header says
+  // (with `affinity`, cache affinity within the window); it leaves the queue. Call again
+  // after dispatching it (OnDispatched) for the next.
+  std::optional<TicketId> NextAdmissible(const AffinityFn& affinity = {});
   // Waiters whose deadline passed by `now`; they leave the queue.
   std::vector<TicketId> Expired(Seconds now);
   // The earliest deadline of a waiter, if any (for a timer).
@@ -147,6 +175,7 @@ class AdmissionController {
     Waiter waiter;
     std::string pool;
     Seconds deadline = 0;
+    int passed_over = 0;  // admissions that chose a later waiter by affinity
   };
   struct PoolState {
     PoolStats stats;
@@ -155,6 +184,7 @@ class AdmissionController {
   };
 
   bool AnyRoom(const Entry& e) const;
+  int TenantLoad(const std::string& tenant) const;
 
   Options options_;
   std::map<std::string, EndpointState> endpoints_;

@@ -79,7 +79,14 @@ void AdmissionGate::Cancel(admission::TicketId ticket) {
 void AdmissionGate::Pump() {
   if (pumping_ || stopped_) return;  // the outer loop goes on until nothing may go
   pumping_ = true;
-  while (auto id = controller_.NextAdmissible()) {
+  // Cache affinity: among the first waiters, the one whose prompt an endpoint with room
+  // caches most goes first (admission/admission.h).
+  const admission::AffinityFn affinity = [this](admission::TicketId id,
+                                                std::span<const std::string> with_room) {
+    auto it = waiters_.find(id);
+    return it == waiters_.end() || !it->second ? 0.0 : it->second->Affinity(with_room);
+  };
+  while (auto id = controller_.NextAdmissible(affinity)) {
     auto it = waiters_.find(*id);
     if (it == waiters_.end()) continue;
     auto w = std::move(it->second);

@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ class AdmissionWaiter {
   virtual void Admitted() = 0;
   // Refused while queued: answer `status` (429) with Retry-After `retry_after_s`.
   virtual void Refused(const Status& status, int retry_after_s) = 0;
+  // Cache affinity (admission/admission.h): the expected prefix-cache hit, in tokens, of
+  // this request on the best of `with_room`; 0 when unknown.
+  virtual double Affinity(std::span<const std::string> with_room) const = 0;
 };
 
 class AdmissionGate {

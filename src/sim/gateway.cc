@@ -3,6 +3,7 @@
 // first tokens and completions.
 #include <algorithm>
 
+#include "admission/admission.h"
 #include "common/tokenizer.h"
 #include "engine/chat_template.h"
 #include "routing/strategy.h"
@@ -80,17 +81,41 @@ void Runner::Admit(size_t idx, double L) {
   q_.Push(now_ + o_.admission.max_wait_s, EventKind::kQueueTimeout, idx, ++r.queue_count);
 }
 
+std::vector<std::string> Runner::OpenCandidates(const Gateway& g, const Req& r) const {
+  std::vector<std::string> open;
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    if (replicas_[i].in_router && g.healthy[i] && !Saturated(g, i) &&
+        std::find(r.tried.begin(), r.tried.end(), replicas_[i].spec.id) == r.tried.end())
+      open.push_back(replicas_[i].spec.id);
+  }
+  return open;
+}
+
+// When room appears the waiter admitted is chosen by cache affinity among the first
+// admission::kAffinityWindow that may go (admission/admission.h: the router's expected
+// prefix-cache hit on the endpoints with room); the first waiter blocks the rest when it
+// may not go (FIFO otherwise).
 void Runner::DrainQueue(size_t gi, double L) {
   Gateway& g = gateways_[gi];
   while (!g.queue.empty()) {
-    const size_t idx = g.queue.front();
-    const Req& r = reqs_.at(idx);
-    bool open = false;
-    for (size_t i = 0; i < replicas_.size() && !open; ++i)
-      open = replicas_[i].in_router && g.healthy[i] && !Saturated(g, i) &&
-             std::find(r.tried.begin(), r.tried.end(), replicas_[i].spec.id) == r.tried.end();
-    if (!open) return;
-    g.queue.pop_front();
+    if (OpenCandidates(g, reqs_.at(g.queue.front())).empty()) return;
+    std::vector<size_t> window;
+    std::vector<double> affinity;
+    for (size_t k = 0; k < g.queue.size() && window.size() < admission::kAffinityWindow; ++k) {
+      const Req& r = reqs_.at(g.queue[k]);
+      std::vector<std::string> open = OpenCandidates(g, r);
+      if (open.empty()) continue;
+      double hit = 0;
+      for (const auto& c : g.router->Score(r.features, open, now_))
+        hit = std::max(hit, c.matched_tokens);
+      window.push_back(k);
+      affinity.push_back(hit);
+    }
+    Req& first = reqs_.at(g.queue.front());
+    size_t pick = admission::PickByAffinity(affinity, first.passed_over);
+    if (pick != 0) ++first.passed_over;
+    const size_t idx = g.queue[window[pick]];
+    g.queue.erase(g.queue.begin() + static_cast<std::ptrdiff_t>(window[pick]));
     Dispatch(idx, L);
   }
 }

@@ -85,6 +85,7 @@ struct Req {
   int retries = 0;
   bool awaiting_counted = false;  // counted in its gateway's Gateway::awaiting
   uint64_t queue_count = 0;       // times queued at the gateway (matches kQueueTimeout)
+  int passed_over = 0;            // admissions that took a later waiter by cache affinity
   bool first_token_seen = false;  // at the engine
   TokenChain chain;               // for the lower bound (prompt, then outputs)
   size_t chain_recorded = 0;      // leading hashes of `chain` given to the bound
@@ -134,6 +135,8 @@ class Runner {
   // Routes and dispatches `idx` now, or queues it while every endpoint is saturated.
   void Admit(size_t idx, double L);
   bool Saturated(const Gateway& g, size_t replica) const;
+  // Endpoints `r` may be dispatched to now: in the router, healthy, not saturated, not tried.
+  std::vector<std::string> OpenCandidates(const Gateway& g, const Req& r) const;
   void Dispatch(size_t idx, double L);
   void DrainQueue(size_t g, double L);
   Result<routing::Decision> OraclePick(Req& r, const std::vector<std::string>& candidates,

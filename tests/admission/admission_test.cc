@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <span>
 
 namespace kinference::admission {
 namespace {
@@ -87,6 +89,87 @@ TEST(Admission, AWaiterGoesToAnyCandidateWithRoom) {
   ac.Enqueue(W(2, "t", 0, {"a/1"}), 0);
   ac.OnFinished("a/1", "t", 1);
   EXPECT_EQ(ac.NextAdmissible(), std::optional<TicketId>(2));  // 1 cannot use a/1
+}
+
+TEST(Admission, FreedSlotGoesToTheWaiterItsEndpointCachesWithinTheWindow) {
+  AdmissionController ac;
+  ac.SetEndpoint("a/0", "a", 1);
+  ac.SetEndpoint("a/1", "a", 1);
+  ac.OnDispatched("a/0", "t");
+  ac.OnDispatched("a/1", "t");
+  for (TicketId id = 1; id <= 4; ++id) ac.Enqueue(W(id, "t", 0, {"a/0", "a/1"}, id), 0);
+  // Waiter 3's prompt is cached on a/1, waiter 2's on a/0; nobody else has a hit.
+  auto affinity = [](TicketId id, std::span<const std::string> room) {
+    double hit = 0;
+    for (const auto& e : room) {
+      if (id == 3 && e == "a/1") hit = 900;
+      if (id == 2 && e == "a/0") hit = 500;
+    }
+    return hit;
+  };
+  ac.OnFinished("a/1", "t", 1);
+  EXPECT_EQ(ac.NextAdmissible(affinity), std::optional<TicketId>(3));
+  ac.OnDispatched("a/1", "t");
+  ac.OnFinished("a/0", "t", 2);
+  EXPECT_EQ(ac.NextAdmissible(affinity), std::optional<TicketId>(2));
+  ac.OnDispatched("a/0", "t");
+  // No hit anywhere: arrival order.
+  ac.OnFinished("a/0", "t", 3);
+  EXPECT_EQ(ac.NextAdmissible(affinity), std::optional<TicketId>(1));
+}
+
+TEST(Admission, AffinityPassesOverTheFirstWaiterAtMostMaxPassOversTimes) {
+  AdmissionController ac;
+  ac.SetEndpoint("a/0", "a", 1);
+  ac.OnDispatched("a/0", "t");
+  // Waiter 1 has no hit; every later one has.
+  const TicketId n = kMaxPassOvers + 5;
+  for (TicketId id = 1; id <= n; ++id) ac.Enqueue(W(id, "t", 0, {"a/0"}, id), 0);
+  auto affinity = [](TicketId id, std::span<const std::string>) { return id == 1 ? 0.0 : 1.0; };
+  std::vector<TicketId> order;
+  for (TicketId i = 1; i <= n; ++i) {
+    ac.OnFinished("a/0", "t", i);
+    auto id = ac.NextAdmissible(affinity);
+    ASSERT_TRUE(id.has_value());
+    order.push_back(*id);
+    ac.OnDispatched("a/0", "t");
+  }
+  auto pos = std::find(order.begin(), order.end(), TicketId{1}) - order.begin();
+  EXPECT_EQ(pos, kMaxPassOvers);  // passed over exactly kMaxPassOvers times, then admitted
+  EXPECT_EQ(order.front(), 2u);   // later waiters kept their arrival order among themselves
+}
+
+TEST(Admission, AffinityNeverOvertakesPriorityOrTenantFairness) {
+  AdmissionController ac;
+  ac.SetEndpoint("a/0", "a", 1);
+  ac.OnDispatched("a/0", "big");
+  ac.OnDispatched("x/0", "big");              // "big" stays the heavier tenant
+  ac.Enqueue(W(1, "big", 0, {"a/0"}, 1), 0);  // cached
+  ac.Enqueue(W(2, "small", 0, {"a/0"}, 2), 0);
+  ac.Enqueue(W(3, "big", 9, {"a/0"}, 3), 0);
+  ac.Enqueue(W(4, "big", 9, {"a/0"}, 4), 0);  // cached, same class as 3
+  auto affinity = [](TicketId id, std::span<const std::string>) {
+    return id == 1 || id == 4 ? 1000.0 : 0.0;
+  };
+  std::vector<TicketId> order;
+  for (int i = 0; i < 4; ++i) {
+    ac.OnFinished("a/0", "big", i + 1);
+    auto id = ac.NextAdmissible(affinity);
+    ASSERT_TRUE(id.has_value());
+    order.push_back(*id);
+    ac.OnDispatched("a/0", *id == 2 ? "small" : "big");
+  }
+  // Priority 9 first (4 before 3 by affinity), then the lighter tenant, then 1.
+  EXPECT_EQ(order, (std::vector<TicketId>{4, 3, 2, 1}));
+}
+
+TEST(Admission, PickByAffinityTakesTheLargestEarliestUnlessTheFirstWaitedEnough) {
+  EXPECT_EQ(PickByAffinity(std::vector<double>{}, 0), 0u);
+  EXPECT_EQ(PickByAffinity(std::vector<double>{0, 0, 0}, 0), 0u);
+  EXPECT_EQ(PickByAffinity(std::vector<double>{5, 7, 7}, 0), 1u);
+  EXPECT_EQ(PickByAffinity(std::vector<double>{7, 7, 2}, 0), 0u);
+  EXPECT_EQ(PickByAffinity(std::vector<double>{0, 7}, kMaxPassOvers - 1), 1u);
+  EXPECT_EQ(PickByAffinity(std::vector<double>{0, 7}, kMaxPassOvers), 0u);
 }
 
 TEST(Admission, FullQueueShedsALowerPriorityWaiterOrRefusesTheArrival) {

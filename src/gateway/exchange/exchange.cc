@@ -318,6 +318,13 @@ void Exchange::Refused(const Status& s, int retry_after_s) {
   FailBeforeResponse(s, "none", "overloaded", std::move(h));
 }
 
+double Exchange::Affinity(std::span<const std::string> with_room) const {
+  double hit = 0;
+  for (const auto& c : ctx_->router.Score(features_, with_room, ctx_->clock.Now()))
+    hit = std::max(hit, c.matched_tokens);
+  return hit;
+}
+
 void Exchange::LeaveQueue() {
   if (!ticket_) return;
   ctx_->admission.Cancel(*ticket_);

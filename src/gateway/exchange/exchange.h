@@ -90,6 +90,7 @@ class Exchange : public InFlightRequest,
   // AdmissionWaiter (admission_gate.h).
   void Admitted() override;
   void Refused(const Status& s, int retry_after_s) override;
+  double Affinity(std::span<const std::string> with_room) const override;
 
  private:
   // --- exchange.cc ---
