@@ -27,7 +27,7 @@ size_t PrefixIndex::Match(std::span<const uint64_t> chain) const {
   size_t lo = 0, hi = chain.size();  // answer in [lo, hi]
   while (lo < hi) {
     size_t mid = lo + (hi - lo + 1) / 2;  // test chain[mid-1]
-    if (map_.count(chain[mid - 1]) != 0)
+    if (Contains(chain[mid - 1]))
       lo = mid;
     else
       hi = mid - 1;
@@ -35,25 +35,108 @@ size_t PrefixIndex::Match(std::span<const uint64_t> chain) const {
   return lo;
 }
 
+size_t PrefixIndex::Home(uint64_t hash) const {
+  // Fibonacci hashing: the top bits of hash * 2^64/phi.
+  return static_cast<size_t>((hash * 0x9e3779b97f4a7c15ULL) >> 32) & (slots_.size() - 1);
+}
+
+uint32_t PrefixIndex::FindSlot(uint64_t hash) const {
+  if (slots_.empty()) return kNone;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = Home(hash);; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.node == kNone) return kNone;
+    if (s.hash == hash) return static_cast<uint32_t>(i);
+  }
+}
+
+void PrefixIndex::Grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.node == kNone) continue;
+    size_t i = Home(s.hash);
+    while (slots_[i].node != kNone) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
+void PrefixIndex::Unlink(uint32_t n) {
+  Node& node = nodes_[n];
+  if (node.prev != kNone)
+    nodes_[node.prev].next = node.next;
+  else
+    head_ = node.next;
+  if (node.next != kNone)
+    nodes_[node.next].prev = node.prev;
+  else
+    tail_ = node.prev;
+  node.prev = node.next = kNone;
+}
+
+void PrefixIndex::PushFront(uint32_t n) {
+  nodes_[n].prev = kNone;
+  nodes_[n].next = head_;
+  if (head_ != kNone) nodes_[head_].prev = n;
+  head_ = n;
+  if (tail_ == kNone) tail_ = n;
+}
+
+void PrefixIndex::EraseSlot(uint32_t slot) {
+  const uint32_t n = slots_[slot].node;
+  Unlink(n);
+  free_nodes_.push_back(n);
+  --size_;
+  // Backward-shift deletion: move later slots of the probe run into the hole when their
+  // home is not between the hole and them (cyclically), so lookups need no tombstones.
+  const size_t mask = slots_.size() - 1;
+  size_t hole = slot;
+  for (size_t i = (hole + 1) & mask; slots_[i].node != kNone; i = (i + 1) & mask) {
+    const size_t home = Home(slots_[i].hash);
+    const bool stays = hole <= i ? (hole < home && home <= i) : (hole < home || home <= i);
+    if (stays) continue;
+    slots_[hole] = slots_[i];
+    hole = i;
+  }
+  slots_[hole] = Slot{};
+}
+
 void PrefixIndex::Insert(std::span<const uint64_t> chain) {
   for (size_t k = chain.size(); k-- > 0;) {
-    auto it = map_.find(chain[k]);
-    if (it != map_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second);
-    } else {
-      lru_.push_front(chain[k]);
-      map_.emplace(chain[k], lru_.begin());
+    const uint32_t slot = FindSlot(chain[k]);
+    if (slot != kNone) {
+      const uint32_t n = slots_[slot].node;
+      if (n != head_) {
+        Unlink(n);
+        PushFront(n);
+      }
+      continue;
     }
+    if (2 * (size_ + 1) > slots_.size()) Grow();
+    uint32_t n;
+    if (!free_nodes_.empty()) {
+      n = free_nodes_.back();
+      free_nodes_.pop_back();
+    } else {
+      n = static_cast<uint32_t>(nodes_.size());
+      nodes_.emplace_back();
+    }
+    nodes_[n].hash = chain[k];
+    PushFront(n);
+    const size_t mask = slots_.size() - 1;
+    size_t i = Home(chain[k]);
+    while (slots_[i].node != kNone) i = (i + 1) & mask;
+    slots_[i] = Slot{chain[k], n};
+    ++size_;
   }
   EvictToCapacity();
 }
 
 void PrefixIndex::Trim(std::span<const uint64_t> chain, size_t keep_blocks) {
   for (size_t k = keep_blocks; k < chain.size(); ++k) {
-    auto it = map_.find(chain[k]);
-    if (it == map_.end()) continue;
-    lru_.erase(it->second);
-    map_.erase(it);
+    const uint32_t slot = FindSlot(chain[k]);
+    if (slot != kNone) EraseSlot(slot);
   }
 }
 
@@ -63,15 +146,15 @@ void PrefixIndex::SetCapacity(size_t capacity_blocks) {
 }
 
 void PrefixIndex::Clear() {
-  lru_.clear();
-  map_.clear();
+  slots_.clear();
+  nodes_.clear();
+  free_nodes_.clear();
+  size_ = 0;
+  head_ = tail_ = kNone;
 }
 
 void PrefixIndex::EvictToCapacity() {
-  while (map_.size() > capacity_) {
-    map_.erase(lru_.back());
-    lru_.pop_back();
-  }
+  while (size_ > capacity_) EraseSlot(FindSlot(nodes_[tail_].hash));
 }
 
 }  // namespace kinference::routing
