@@ -8,12 +8,13 @@ namespace kinference::engine {
 
 void Engine::Impl::EnsureHashes(Req& r, int n_blocks) {
   const int bs = profile_.block_size;
-  while (static_cast<int>(r.hashes.size()) < n_blocks) {
-    size_t i = r.hashes.size();
-    if (static_cast<int>((i + 1) * bs) > r.num_tokens()) break;
-    r.hashes.push_back(hash_memo_.Get(i > 0 ? &r.hashes[i - 1] : nullptr,
-                                      std::span<const TokenId>(r.tokens.data() + i * bs, bs)));
-  }
+  const int have = static_cast<int>(r.hashes.size());
+  const int want = std::min(n_blocks, r.num_tokens() / bs);  // full blocks only
+  if (want <= have) return;
+  hash_memo_.Extend(r.hashes,
+                    std::span<const TokenId>(r.tokens.data() + static_cast<size_t>(have) * bs,
+                                             static_cast<size_t>(want - have) * bs),
+                    static_cast<size_t>(bs));
 }
 
 // Blocks are offered to the prefix cache when they are allocated for the tokens a step

@@ -53,5 +53,32 @@ TEST(BlockHashMemoTest, StaysCorrectWhenBlocksOutnumberItsSlots) {
   EXPECT_GT(memo.hits(), 0u);  // the most recent blocks are still there
 }
 
+TEST(BlockHashMemoTest, ExtendChainsFullBlocksOntoTheLastHash) {
+  // 5 blocks of 16, the 2nd and 4th equal (same tokens, different parents), + 7 tokens.
+  std::vector<TokenId> tokens;
+  for (uint32_t b : {1u, 2u, 3u, 2u, 4u}) {
+    const auto blk = Block(b);
+    tokens.insert(tokens.end(), blk.begin(), blk.end());
+  }
+  tokens.insert(tokens.end(), 7, 99);
+  std::vector<BlockHash> expected;
+  for (size_t i = 0; i < 5; ++i) {
+    expected.push_back(ChainedBlockHash(i == 0 ? nullptr : &expected.back(),
+                                        std::span<const TokenId>(tokens).subspan(i * 16, 16)));
+  }
+  for (int round = 0; round < 2; ++round) {  // computed, then from the memo
+    BlockHashMemo memo;
+    std::vector<BlockHash> chain;
+    if (round == 1) memo.Extend(chain, tokens, 16);
+    chain.clear();
+    memo.Extend(chain, std::span<const TokenId>(tokens).first(2 * 16 + 5), 16);  // 2 blocks
+    ASSERT_EQ(chain.size(), 2u);
+    memo.Extend(chain, std::span<const TokenId>(tokens).subspan(2 * 16), 16);  // 3 more
+    ASSERT_EQ(chain.size(), 5u);
+    for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(Same(chain[i], expected[i])) << round << " " << i;
+    if (round == 1) EXPECT_EQ(memo.hits(), 5u);
+  }
+}
+
 }  // namespace
 }  // namespace kinference::engine
