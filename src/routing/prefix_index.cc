@@ -36,7 +36,8 @@ size_t PrefixIndex::Match(std::span<const uint64_t> chain) const {
 }
 
 size_t PrefixIndex::Home(uint64_t hash) const {
-  // Fibonacci hashing: the top bits of hash * 2^64/phi.
+  // Fibonacci hashing: bits 32.. of hash * 2^64/phi (the high bits of the product mix all
+  // of the hash; a table never reaches 2^32 slots).
   return static_cast<size_t>((hash * 0x9e3779b97f4a7c15ULL) >> 32) & (slots_.size() - 1);
 }
 
@@ -50,6 +51,9 @@ uint32_t PrefixIndex::FindSlot(uint64_t hash) const {
   }
 }
 
+// Neither the table nor the node vector shrinks (nor on Clear): memory follows the largest
+// size reached (capacity plus one chain), about 48-80 bytes a block (a 16-byte node, two
+// to four 16-byte slots), as the unordered_map's buckets did.
 void PrefixIndex::Grow() {
   std::vector<Slot> old = std::move(slots_);
   slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});

@@ -117,21 +117,25 @@ class ReferenceIndex {
   std::unordered_map<uint64_t, std::list<uint64_t>::iterator> map_;
 };
 
-TEST(PrefixIndex, BehavesAsTheListAndMapLruUnderRandomOperations) {
-  std::mt19937_64 rng(3);
-  // Chains share prefixes (a few roots, branching), as prompts do; hashes collide in the
-  // table's low bits often enough to exercise probing and backward-shift deletion.
+// Random Insert/Trim/SetCapacity over chains that share prefixes (a few roots, branching),
+// as prompts do, with hashes from `make_hash`: the index agrees with the reference (size,
+// and membership of every hash of two chains) after every step, and is usable after Clear.
+template <typename MakeHash>
+void AgreesWithReferenceUnderRandomOperations(uint64_t seed, size_t max_len, size_t capacity,
+                                              size_t min_capacity, size_t capacity_span,
+                                              MakeHash make_hash) {
+  std::mt19937_64 rng(seed);
   std::vector<std::vector<uint64_t>> chains;
   for (int c = 0; c < 60; ++c) {
     std::vector<uint64_t> chain;
-    const size_t len = 1 + rng() % 40;
+    const size_t len = 1 + rng() % max_len;
     const size_t shared = c > 0 && rng() % 2 ? rng() % chains[c - 1].size() : 0;
     for (size_t i = 0; i < len; ++i)
-      chain.push_back(i < shared ? chains[c - 1][i] : (rng() % 4096) << 20 | (rng() % 7));
+      chain.push_back(i < shared ? chains[c - 1][i] : make_hash(rng));
     chains.push_back(std::move(chain));
   }
-  PrefixIndex idx(150);
-  ReferenceIndex ref(150);
+  PrefixIndex idx(capacity);
+  ReferenceIndex ref(capacity);
   for (int step = 0; step < 20000; ++step) {
     const auto& chain = chains[rng() % chains.size()];
     const uint64_t op = rng() % 20;
@@ -140,9 +144,9 @@ TEST(PrefixIndex, BehavesAsTheListAndMapLruUnderRandomOperations) {
       idx.Trim(chain, keep);
       ref.Trim(chain, keep);
     } else if (op == 2) {
-      const size_t capacity = 20 + rng() % 300;
-      idx.SetCapacity(capacity);
-      ref.SetCapacity(capacity);
+      const size_t c = min_capacity + rng() % capacity_span;
+      idx.SetCapacity(c);
+      ref.SetCapacity(c);
     } else {
       idx.Insert(chain);
       ref.Insert(chain);
@@ -156,6 +160,29 @@ TEST(PrefixIndex, BehavesAsTheListAndMapLruUnderRandomOperations) {
   EXPECT_EQ(idx.Match(chains[0]), 0u);
   idx.Insert(chains[0]);  // usable after Clear
   EXPECT_EQ(idx.Match(chains[0]), chains[0].size());
+}
+
+TEST(PrefixIndex, BehavesAsTheListAndMapLruUnderRandomOperations) {
+  // Hashes that collide in the table's slot bits often enough to exercise probing and
+  // backward-shift deletion.
+  AgreesWithReferenceUnderRandomOperations(
+      3, 40, 150, 20, 300, [](std::mt19937_64& rng) { return (rng() % 4096) << 20 | (rng() % 7); });
+}
+
+TEST(PrefixIndex, BehavesAsTheListAndMapLruWhenHomeSlotsCrowdTheTableEnd) {
+  // The table's home slot is bits 32.. of hash * 0x9e3779b97f4a7c15 (prefix_index.cc):
+  // hashes (k << 38 | home << 32) * its inverse have that home in a 64-slot table, which
+  // it stays (at most 24 + 8 entries). Homes 60..63, 0, 1 make one probe run that wraps
+  // past the table's end with entries on both sides of it, so backward-shift deletion
+  // must tell "home after the hole" across the wrap (a non-cyclic test fails here).
+  constexpr uint64_t kPhi = 0x9e3779b97f4a7c15ULL;
+  uint64_t inverse = kPhi;  // Newton's iteration: correct to 2^64 after 5 steps
+  for (int i = 0; i < 5; ++i) inverse *= 2 - kPhi * inverse;
+  ASSERT_EQ(kPhi * inverse, 1u);
+  AgreesWithReferenceUnderRandomOperations(5, 8, 24, 12, 13, [inverse](std::mt19937_64& rng) {
+    const uint64_t home = (60 + rng() % 6) % 64;
+    return ((rng() % (uint64_t{1} << 20)) << 38 | home << 32) * inverse;
+  });
 }
 
 TEST(CharsPerToken, StartsAtPriorAndLearns) {
