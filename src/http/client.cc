@@ -12,6 +12,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <chrono>
 #include <compare>
 #include <map>
 #include <mutex>
@@ -311,6 +312,9 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
       callbacks_.on_headers(static_cast<int>(msg.result_int()), headers);
       if (done_ || cancelled_) return;
     }
+    // Room for every byte the socket holds (up to kReadBytes) in one read; OnBody then
+    // parses every complete chunk it brought.
+    buffer_.reserve(kReadBytes);
     ReadBody();
   }
 
@@ -322,7 +326,7 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
       ArmTimer(0);
       return;
     }
-    ArmTimer(request_.idle_timeout_s);
+    ArmIdleTimer();
     auto& body = parser_->get().body();
     body.data = chunk_;
     body.size = sizeof chunk_;
@@ -341,16 +345,35 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
       ec = {};
       peer_closed_ = true;
     }
-    size_t n = sizeof chunk_ - parser_->get().body().size;
     if (ec) return Fail(ec, "read body");
+    // One put parses one chunk header or one chunk's data: parse on while bytes are
+    // buffered, so that a burst of small chunks (one per token) is one on_data and no
+    // further read. (Beast's eager mode would do this inside read_some, but read_some
+    // then waits for the next chunk's header before completing.)
+    auto& body = parser_->get().body();
+    beast::error_code parse_error;  // after the bytes before it are delivered
+    while (buffer_.size() > 0 && body.size > 0 && !parser_->is_done()) {
+      beast::error_code pec;
+      const size_t used = parser_->put(buffer_.data(), pec);
+      buffer_.consume(used);
+      if (pec == bhttp::error::need_more || pec == bhttp::error::need_buffer) break;
+      if (pec) {
+        parse_error = pec;
+        break;
+      }
+      if (used == 0) break;
+    }
+    size_t n = sizeof chunk_ - body.size;
     if (n > 0 && callbacks_.on_data && !cancelled_) {
       callbacks_.on_data(std::string_view(chunk_, n));
     }
+    if (parse_error) return Fail(parse_error, "read body");
     ReadBody();
   }
 
   // Deadline `seconds` from now (replacing the previous one), or none when 0.
   void ArmTimer(double seconds) {
+    idle_armed_ = false;
     ++timer_generation_;
     timer_.cancel();
     if (seconds <= 0) return;
@@ -358,6 +381,31 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
         std::chrono::duration<double>(seconds)));
     timer_.async_wait([self = shared_from_this(), gen = timer_generation_](beast::error_code ec) {
       if (ec || gen != self->timer_generation_ || self->done_) return;
+      self->timed_out_ = true;
+      self->CloseAll();
+    });
+  }
+
+  // The idle timeout (ClientRequest::idle_timeout_s) from now. Re-arming a timer on every
+  // read would cost a timer-queue update per chunk: the armed wait moves to the latest
+  // deadline when it fires instead.
+  void ArmIdleTimer() {
+    if (request_.idle_timeout_s <= 0) return ArmTimer(0);
+    idle_deadline_ = std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(request_.idle_timeout_s));
+    if (idle_armed_) return;
+    ArmTimer(0);
+    idle_armed_ = true;
+    WaitIdle();
+  }
+
+  void WaitIdle() {
+    timer_.expires_at(idle_deadline_);
+    timer_.async_wait([self = shared_from_this(), gen = timer_generation_](beast::error_code ec) {
+      if (ec || gen != self->timer_generation_ || self->done_) return;
+      if (std::chrono::steady_clock::now() < self->idle_deadline_) return self->WaitIdle();
+      self->idle_armed_ = false;
       self->timed_out_ = true;
       self->CloseAll();
     });
@@ -452,8 +500,15 @@ class CallImpl final : public Call, public std::enable_shared_from_this<CallImpl
   detail::ConnectionPool* pool_ = nullptr;  // null: this call does not pool
   detail::PoolKey key_;
   std::shared_ptr<detail::Connection> conn_;  // null once handed back to the pool
+  // Bytes a body read may take from the socket at once (16 KiB, as chunk_ holds).
+  static constexpr size_t kReadBytes = 16384;
+
   asio::steady_timer timer_;
   uint64_t timer_generation_ = 0;
+  // The idle wait is armed (ArmIdleTimer) and expires at idle_deadline_ or, when it fires
+  // before that, waits again until it.
+  bool idle_armed_ = false;
+  std::chrono::steady_clock::time_point idle_deadline_;
   asio::steady_timer total_timer_;  // ClientRequest::total_timeout_s
   bhttp::request<bhttp::string_body> req_;
   beast::flat_buffer buffer_;

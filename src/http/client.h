@@ -19,7 +19,7 @@
 //   completely, the response allowed keep-alive (HTTP/1.1 without `Connection: close`,
 //   framed by Content-Length or chunked), no byte beyond it arrived, and the call was not
 //   cancelled and did not time out. Anything else closes it, as before.
-// - At most 16 idle connections per key (the oldest is closed beyond that); each is
+// - At most 64 idle connections per key (the oldest is closed beyond that); each is
 //   closed after pool_idle_timeout_s idle (default 4 s), or at once when the server
 //   closes it. 4 s is below uvicorn's default keep-alive timeout of 5 s (encode/uvicorn,
 //   uvicorn/config.py: `Config(..., timeout_keep_alive: int = 5)`; vLLM's OpenAI server
@@ -91,7 +91,7 @@ struct ClientRequest {
 struct ClientCallbacks {
   // Response status line and headers arrived.
   std::function<void(int status, const Headers& headers)> on_headers;
-  // A piece of the body arrived (after de-chunking).
+  // Body bytes (de-chunked) as one read brought them: possibly several chunks, <= 16 KiB.
   std::function<void(std::string_view data)> on_data;
   // Exactly once, last: Ok after the whole body; kUnavailable for connect/IO errors
   // (message says which), kDeadlineExceeded for timeouts, kCancelled after Cancel().

@@ -175,8 +175,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Writer side: queues response bytes; `last` marks the end of the response. The
   // first call of a response starts with its whole head (FormatHead); for a HEAD request
-  // only that head goes out.
-  void Queue(std::string bytes, bool last) {
+  // only that head goes out. `hold`: the write starts once the running handler returns
+  // (posted), so that what it queues next goes out in the same write: a stream's head
+  // and its first chunk, which a handler queues one after the other.
+  void Queue(std::string bytes, bool last, bool hold = false) {
     if (closed_) return;
     if (head_only_) {
       if (head_queued_) {
@@ -190,7 +192,13 @@ class Session : public std::enable_shared_from_this<Session> {
     pending_ += bytes.size();
     out_.push_back(std::move(bytes));
     if (last) response_done_ = true;
-    if (!writing_) DoWrite();
+    if (writing_) return;
+    if (!hold) return DoWrite();
+    writing_ = true;  // later bytes wait in out_ for the posted write
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      self->writing_ = false;
+      if (!self->closed_ && !self->out_.empty()) self->DoWrite();
+    });
   }
   bool closed() const { return closed_; }
   // Bytes queued or being written (ResponseWriter::pending_bytes).

@@ -29,9 +29,11 @@ void Writer::Send(int status, std::string content_type, std::string body, Header
 void Writer::StartStream(int status, std::string content_type, Headers extra) {
   if (started_) return;
   started_ = true;
+  // Held until the handler returns: its first Write (the gateway's first events) goes out
+  // with the head in one write.
   session_->Queue(FormatHead(status, content_type, extra, keep_alive_,
                              chunked_ ? BodyFraming::kChunked : BodyFraming::kUntilClose),
-                  false);
+                  false, /*hold=*/true);
 }
 
 void Writer::Write(std::string data) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "http/client.h"
+#include "http/connection_pool.h"
 #include "http/server.h"
 #include "server_fixture.h"
 #include "tls_fake_server.h"
@@ -389,7 +390,8 @@ TEST(ClientPoolTest, IdleConnectionIsClosedAfterItsTimeout) {
 TEST(ClientPoolTest, IdleConnectionsPerKeyAreCapped) {
   PoolTestServer server;
   asio::io_context io;
-  constexpr int kCalls = 20;
+  constexpr int kCap = static_cast<int>(detail::ConnectionPool::kMaxIdlePerKey);
+  constexpr int kCalls = kCap + 4;
   for (int round = 0; round < 2; ++round) {
     int ok = 0;
     io.restart();
@@ -401,11 +403,11 @@ TEST(ClientPoolTest, IdleConnectionsPerKeyAreCapped) {
     }
     io.run();
     EXPECT_EQ(ok, kCalls);
-    EXPECT_EQ(GetClientPoolStats(io.get_executor()).idle, 16u);
+    EXPECT_EQ(GetClientPoolStats(io.get_executor()).idle, static_cast<size_t>(kCap));
   }
-  // Round two reused the 16 kept connections and opened 4.
-  EXPECT_EQ(server.accepted(), kCalls + (kCalls - 16));
-  EXPECT_EQ(GetClientPoolStats(io.get_executor()).reused, 16u);
+  // Round two reused the kCap kept connections and opened 4.
+  EXPECT_EQ(server.accepted(), kCalls + (kCalls - kCap));
+  EXPECT_EQ(GetClientPoolStats(io.get_executor()).reused, static_cast<size_t>(kCap));
 }
 
 TEST(ClientPoolTest, TlsConnectionIsReusedPerHostAndSni) {

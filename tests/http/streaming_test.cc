@@ -22,6 +22,12 @@ class StreamTest : public ServerFixture {
         w->StartStream(200, "text/event-stream", h);
         w->Write("first");
       });
+      // Three chunks queued by one handler: they leave in one write (with the head).
+      s.Route("GET", "/burst", [this](Request, std::shared_ptr<ResponseWriter> w) {
+        writer_ = w;
+        w->StartStream(200, "text/event-stream");
+        for (const char* piece : {"one ", "two ", "three"}) w->Write(piece);
+      });
     };
   }
   std::shared_ptr<ResponseWriter> writer_;  // touched on the server thread only
@@ -62,6 +68,33 @@ TEST_F(StreamTest, ChunksArriveBeforeTheResponseEnds) {
   // A stream that ended normally does not report a close.
   auto fut = closed_.get_future();
   EXPECT_EQ(fut.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+}
+
+// Chunks that arrived together are all handed over before the next one arrives: the
+// client does not wait for more bytes to deliver what it has (a token is not held back).
+TEST_F(StreamTest, ChunksThatArriveTogetherAreDeliveredWithoutWaitingForMore) {
+  StartServer();
+  boost::asio::io_context cio;
+  std::string data;
+  bool ended = false;
+  std::optional<Status> done;
+  ClientCallbacks cb;
+  cb.on_data = [&](std::string_view d) {
+    data.append(d);
+    if (data == "one two three" && !ended) {
+      ended = true;  // the server sends its last chunk only now
+      boost::asio::post(io_, [this] {
+        writer_->Write("!");
+        writer_->End();
+      });
+    }
+  };
+  cb.on_complete = [&](Status s) { done = s; };
+  StartCall(cio.get_executor(), Req("GET", "/burst"), cb);
+  cio.run();
+  ASSERT_TRUE(done.has_value());
+  EXPECT_TRUE(done->ok()) << done->message();
+  EXPECT_EQ(data, "one two three!");
 }
 
 TEST_F(StreamTest, ClientCancelFiresServerOnClose) {
