@@ -18,6 +18,19 @@ struct SseEvent {
   std::string data;
 };
 
+// One event as the parser saw it, without copies: the views point into the parser and
+// are valid only during the callback.
+struct SseEventView {
+  std::string_view event;  // empty when the event had no `event:` field
+  std::string_view data;   // data lines joined with \n
+  // The event's bytes as received, from its first field line to the blank line that ended
+  // it, when they are exactly FormatSse(data, event) ("event: E\n" when E is not empty,
+  // one "data: " line per line of data, "\n"); empty otherwise (CRLF line ends, a comment
+  // or id line inside the event, "data:" without its space, an empty event name...).
+  // Relaying these bytes is relaying FormatSse(data, event) without building it.
+  std::string_view formatted;
+};
+
 class SseParser {
  public:
   // An event (its pending line plus the data lines gathered so far) larger than this is
@@ -31,15 +44,39 @@ class SseParser {
   // its top-level "error" object is what OpenAI-shaped readers look for too); the
   // parser is then failed() and ignores what follows.
   void Feed(std::string_view bytes, const std::function<void(const SseEvent&)>& on_event);
-  // Bytes held for an incomplete event.
-  size_t buffered() const { return buffer_.size() + current_.data.size(); }
+  // The same events as views (no copy of an event with one data line; see SseEventView).
+  // The oversized event's replacement has an empty `formatted`.
+  void FeedViews(std::string_view bytes, const std::function<void(const SseEventView&)>& on_event);
+  // Bytes counted toward kMaxEventBytes for the incomplete event: its pending line plus
+  // its data lines gathered so far (a \n each). The parser may hold more: the lines of an
+  // event framed as FormatSse frames it, up to kMaxKeptEventBytes, for `formatted`.
+  size_t buffered() const;
   bool failed() const { return failed_; }
 
+  // The most bytes of an event's lines kept for its SseEventView::formatted (a token's
+  // chunk is well under 1 KiB): a larger event is copied out like any other (its
+  // `formatted` is empty), so memory stays what kMaxEventBytes allows plus this.
+  static constexpr size_t kMaxKeptEventBytes = 1u << 20;
+
  private:
+  // The current event stops being kept in buffer_: its fields are copied to event_ and
+  // joined_ (a line that FormatSse would not write was met, or it grew too large).
+  void Own();
+
+  // Kept (kept_): the current event's lines from its first field line on, then the bytes
+  // not processed yet. Otherwise only the bytes not processed yet (comment and ignored
+  // lines before an event's first field are never kept).
   std::string buffer_;
-  size_t scanned_ = 0;  // buffer_[0, scanned_) holds no '\n': not searched again
-  SseEvent current_;
-  bool has_data_ = false;
+  size_t line_ = 0;         // start of the first line not processed yet
+  size_t scanned_ = 0;      // buffer_[line_, scanned_) holds no '\n': not searched again
+  bool kept_ = true;        // the current event's lines are in buffer_, its fields views into it
+  bool has_field_ = false;  // a data or event line was seen in the current event
+  size_t data_lines_ = 0;
+  // Kept: the fields as offsets into buffer_ (data_: the first data line's value).
+  size_t event_at_ = 0, event_size_ = 0;
+  size_t data_at_ = 0, data_size_ = 0;
+  std::string event_;   // not kept: the event name
+  std::string joined_;  // the data when not kept, or kept with several data lines, joined
   bool failed_ = false;
 };
 

@@ -53,6 +53,14 @@ struct ChunkInfo {
 ChunkInfo InspectChunk(const StreamChunk& chunk);
 ChunkInfo InspectChunk(std::string_view data);  // ParseStreamChunk, then the above
 
+// InspectChunk(data) in one pass over the text, without building the parsed value (a
+// streamed token's chunk costs no tree of nodes): the same ChunkInfo, or nullopt when
+// the data needs the parsed value: a top-level `usage` object (the final usage chunk,
+// validated by ParseUsage), a key InspectChunk reads given twice in one object (the
+// parsed value keeps the last), data that is not one JSON object, or nesting deeper than
+// choices[].delta.tool_calls[] allows to follow. Callers then use InspectChunk.
+std::optional<ChunkInfo> ScanStreamChunk(std::string_view data);
+
 // choices[0].message.content of a whole chat.completion response; empty when absent.
 std::string ReplyContent(const boost::json::object& response);
 

@@ -145,16 +145,24 @@ class Exchange : public InFlightRequest,
 
   // --- exchange_relay.cc ---
   void OnHeaders(int status, const http::Headers& headers);
-  // Sends the held 200 + SSE head: the upstream's first body byte (or its end) arrived.
-  void StartClientStream();
+  // Sends the held 200 + SSE head, with `first` (the first events' bytes) when given: the
+  // upstream's first body byte (or its end) arrived.
+  void StartClientStream(std::string first = {});
   void OnData(std::string_view data);
   // An Anthropic provider's event is first translated into the OpenAI chunks it means.
-  void OnUpstreamEvent(const api::SseEvent& ev);
+  void OnUpstreamEvent(const api::SseEventView& ev);
   // The bytes that end a started stream with `err`.
   // The final bytes of a stream that ends in `err`: an upstream failure, or `abort` (the
   // gateway ended the request itself, e.g. a drain timeout).
   std::string StreamErrorBytes(const Status& err, bool abort = false);
-  void OnEvent(const api::SseEvent& ev);
+  // Observes one OpenAI event (TTFT, ITL, usage, reply text) and, on a started stream,
+  // queues what the client gets for it in relay_.
+  void OnEvent(const api::SseEventView& ev);
+  // Queues `ev` for the client as FormatSse writes it (its bytes as received when they
+  // are exactly that).
+  void Relay(const api::SseEventView& ev);
+  // Writes what OnEvent queued (one write per upstream read).
+  void FlushRelay();
   void OnComplete(Status status);
   // Passive health: what this attempt's end says about its endpoint.
   void RecordEndpointResult(const Status& status);
@@ -218,6 +226,7 @@ class Exchange : public InFlightRequest,
   std::string upstream_content_type_;
   std::string body_;
   api::SseParser parser_;
+  std::string relay_;  // bytes for the client from the events of one upstream read
   // Anthropic provider on this attempt: its events become OpenAI chunks here; with
   // relay_raw_ (native passthrough) they are only observed and relayed event by event
   // (an error event replaced by the gateway's own, api::anthropic::ReplaceStreamError).

@@ -106,26 +106,50 @@ void Exchange::OnHeaders(int status, const http::Headers& headers) {
   }
 }
 
-void Exchange::StartClientStream() {
+void Exchange::StartClientStream(std::string first) {
   stream_pending_ = false;
   response_started_ = true;
+  // The session holds the head until this handler returns: with `first` in one write.
   writer_->StartStream(200, "text/event-stream", RoutedHeaders());
+  writer_->Write(std::move(first));
 }
 
 void Exchange::OnData(std::string_view data) {
   if (finished_ || retry_pending_) return;
-  if (stream_pending_ && !data.empty()) StartClientStream();
+  // The held head goes out with the events of the first body bytes, in one write.
+  const bool start = stream_pending_ && !data.empty();
+  if (start) response_started_ = true;
   if (assembler_ && upstream_status_ == 200) {  // observed here, answered whole at the end
     if (!data.empty()) assembled_data_ = true;
-    parser_.Feed(data, [this](const api::SseEvent& ev) { OnEvent(ev); });
+    parser_.FeedViews(data, [this](const api::SseEventView& ev) { OnEvent(ev); });
     return;
   }
   if (!response_started_) {
     body_.append(data);
     return;
   }
-  parser_.Feed(data, [this](const api::SseEvent& ev) { OnUpstreamEvent(ev); });
+  // The events of one read go to the client as one write.
+  parser_.FeedViews(data, [this](const api::SseEventView& ev) { OnUpstreamEvent(ev); });
+  if (start) {
+    StartClientStream(std::exchange(relay_, std::string()));
+  } else {
+    FlushRelay();
+  }
   ApplyBackpressure();
+}
+
+void Exchange::Relay(const api::SseEventView& ev) {
+  if (!ev.formatted.empty()) {
+    relay_.append(ev.formatted);  // exactly what FormatSse would write
+  } else {
+    relay_.append(api::FormatSse(ev.data, ev.event));
+  }
+}
+
+void Exchange::FlushRelay() {
+  if (relay_.empty()) return;
+  writer_->Write(std::move(relay_));
+  relay_ = std::string();
 }
 
 void Exchange::ApplyBackpressure() {
@@ -171,7 +195,7 @@ void Exchange::OnClientStalled() {
   Finish(routing::Outcome::kCancelled, "cancelled");
 }
 
-void Exchange::OnUpstreamEvent(const api::SseEvent& ev) {
+void Exchange::OnUpstreamEvent(const api::SseEventView& ev) {
   if (relay_raw_) {
     // Passthrough (an Anthropic provider behind /v1/messages): each event as it came, but
     // an error event in the gateway's own words; the provider's go to the log, redacted.
@@ -181,10 +205,16 @@ void Exchange::OnUpstreamEvent(const api::SseEvent& ev) {
       spdlog::warn("request {}: provider {} reported an error mid-stream: {}", req_.request_id,
                    decision_.endpoint, RedactSecrets(ev.data, ctx_->ApiKeys()));
     }
-    writer_->Write(api::FormatSse(own ? *own : ev.data, ev.event));
+    if (own) {
+      relay_.append(api::FormatSse(*own, ev.event));
+    } else {
+      Relay(ev);
+    }
   }
   if (!decoder_) return OnEvent(ev);
-  for (const auto& out : decoder_->OnEvent(ev)) OnEvent(out);
+  for (const auto& out :
+       decoder_->OnEvent(api::SseEvent{std::string(ev.event), std::string(ev.data)}))
+    OnEvent(api::SseEventView{out.event, out.data, {}});
 }
 
 std::string Exchange::StreamErrorBytes(const Status& err, bool abort) {
@@ -198,14 +228,19 @@ std::string Exchange::StreamErrorBytes(const Status& err, bool abort) {
   return abort ? codec_->OnAbort(err) : codec_->OnStreamError(err);
 }
 
-void Exchange::OnEvent(const api::SseEvent& ev) {
+void Exchange::OnEvent(const api::SseEventView& ev) {
   if (finished_) return;
-  // Parsed once for the inspection and the assembler, into a stack buffer (a token's
-  // chunk is a few hundred bytes; a larger one spills to the heap).
+  // Without an assembler only what InspectChunk reads is needed: one pass over the text
+  // (api::ScanStreamChunk) for a token's chunk. Otherwise (and for the usage chunk) it is
+  // parsed once for the inspection and the assembler, into a stack buffer (a token's chunk
+  // is a few hundred bytes; a larger one spills to the heap).
   alignas(std::max_align_t) unsigned char scratch[4096];
   boost::json::monotonic_resource arena(scratch, sizeof scratch);
-  const api::StreamChunk chunk = api::ParseStreamChunk(ev.data, &arena);
-  api::ChunkInfo info = api::InspectChunk(chunk);
+  std::optional<api::ChunkInfo> scanned;
+  if (!assembler_) scanned = api::ScanStreamChunk(ev.data);
+  std::optional<api::StreamChunk> chunk;
+  if (!scanned) chunk.emplace(api::ParseStreamChunk(ev.data, &arena));
+  api::ChunkInfo info = scanned ? std::move(*scanned) : api::InspectChunk(*chunk);
   if (info.usage) usage_ = info.usage;
   reply_ += info.content;
   if (info.has_content) ++content_chunks_;
@@ -222,10 +257,10 @@ void Exchange::OnEvent(const api::SseEvent& ev) {
     }
     last_token_ = now;
   }
-  if (assembler_) return assembler_->Add(chunk);
+  if (assembler_) return assembler_->Add(*chunk);
   if (relay_raw_) return;  // observed only: OnUpstreamEvent relayed the provider's event
   if (codec_) {
-    if (std::string out = codec_->OnEvent(ev); !out.empty()) writer_->Write(std::move(out));
+    relay_.append(codec_->OnEvent(ev));
     return;
   }
   if (info.usage_only && !req_.client_wants_usage) return;
@@ -234,9 +269,10 @@ void Exchange::OnEvent(const api::SseEvent& ev) {
   if (auto own = api::ReplaceUpstreamStreamError(ev.data, req_.request_id)) {
     spdlog::warn("request {}: upstream {} reported an error mid-stream: {}", req_.request_id,
                  decision_.endpoint, RedactSecrets(ev.data, ctx_->ApiKeys()));
-    return writer_->Write(api::FormatSse(*own, ev.event));
+    relay_.append(api::FormatSse(*own, ev.event));
+    return;
   }
-  writer_->Write(api::FormatSse(ev.data, ev.event));
+  Relay(ev);
 }
 
 void Exchange::OnComplete(Status status) {
@@ -321,7 +357,8 @@ void Exchange::OnComplete(Status status) {
             api::anthropic::ErrorBody("api_error", "upstream stream ended before message_stop"),
             "error"));
       } else {
-        for (const auto& ev : tail) OnEvent(ev);
+        for (const auto& ev : tail) OnEvent(api::SseEventView{ev.event, ev.data, {}});
+        FlushRelay();
       }
       if (relay_raw_ || decoder_->failed()) {
         writer_->End();

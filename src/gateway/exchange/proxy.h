@@ -109,7 +109,7 @@ class ResponseCodec {
   virtual void SendBody(http::ResponseWriter& w, int upstream_status, std::string body,
                         http::Headers extra) = 0;
   // One upstream SSE event (usage-only and [DONE] included): the bytes to write.
-  virtual std::string OnEvent(const api::SseEvent& event) = 0;
+  virtual std::string OnEvent(const api::SseEventView& event) = 0;
   // The upstream stream ended cleanly: the final bytes.
   virtual std::string OnEnd() = 0;
   // The upstream call failed after the response began: the final bytes.

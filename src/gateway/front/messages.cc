@@ -28,7 +28,9 @@ class MessagesCodec final : public ResponseCodec {
     TranslatedResponse r = TranslateResponse(upstream_status, body, ctx_);
     w.Send(r.status, "application/json", std::move(r.body), std::move(extra));
   }
-  std::string OnEvent(const api::SseEvent& event) override { return stream_.OnData(event.data); }
+  std::string OnEvent(const api::SseEventView& event) override {
+    return stream_.OnData(event.data);
+  }
   std::string OnEnd() override { return stream_.OnEnd(); }
   std::string OnStreamError(const Status& status) override { return stream_.OnError(status); }
   std::string OnAbort(const Status& status) override {
