@@ -273,6 +273,7 @@ void Exchange::Attempt() {
 
   decoder_.reset();
   relay_raw_ = false;
+  upstream_stream_error_ = false;
   assembler_.reset();
   assembled_data_ = false;
   const bool stream_upstream = !streamed_body_.empty();

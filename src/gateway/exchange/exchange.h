@@ -232,6 +232,7 @@ class Exchange : public InFlightRequest,
   // (an error event replaced by the gateway's own, api::anthropic::ReplaceStreamError).
   std::optional<api::anthropic::MessagesStreamDecoder> decoder_;
   bool relay_raw_ = false;
+  bool upstream_stream_error_ = false;  // an upstream error event relayed (as our own)
   // This attempt streams a non-streamed request (UpstreamCall::assembled): its chunks are
   // observed like a stream's (TTFT, ITL, usage) and rebuilt here into one response.
   std::optional<api::StreamAssembler> assembler_;

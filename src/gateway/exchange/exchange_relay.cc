@@ -269,6 +269,8 @@ void Exchange::OnEvent(const api::SseEventView& ev) {
   if (auto own = api::ReplaceUpstreamStreamError(ev.data, req_.request_id)) {
     spdlog::warn("request {}: upstream {} reported an error mid-stream: {}", req_.request_id,
                  decision_.endpoint, RedactSecrets(ev.data, ctx_->ApiKeys()));
+    upstream_stream_error_ = true;
+    last_error_ = "upstream reported an error mid-stream";
     relay_.append(api::FormatSse(*own, ev.event));
     return;
   }
@@ -377,6 +379,8 @@ void Exchange::OnComplete(Status status) {
       }
     }
     writer_->End();
+    // A stream that carried an upstream error event is an error, whatever came before.
+    if (upstream_stream_error_) return Finish(routing::Outcome::kError, "error");
     return Finish(routing::Outcome::kSuccess, "success");
   }
   // A whole body: a non-streamed response, or an error status to a streamed request.

@@ -378,6 +378,9 @@ TEST_F(UpstreamStreamingTest, ErrorEventRelayedToAStreamingClientIsTheGatewaysOw
   EXPECT_EQ(err.at("error").at("type"), "api_error");
   EXPECT_NE(std::string(err.at("error").at("message").as_string()).find("request id"),
             std::string::npos);
+  // Counted once, as an error: the stream did not complete.
+  EXPECT_EQ(Outcomes("error"), 1);
+  EXPECT_EQ(Outcomes("success"), 0);
 }
 
 TEST_F(UpstreamStreamingTest, CutStreamIs502NotTruncated200) {
