@@ -142,6 +142,10 @@ int Run(const CliOptions& cli) {
   // signals as soon as it reads this line gets the graceful drain, not the default action.
   std::cout << "gateway listening on " << config.listen_address << ":" << *port << std::endl;
   io.run();
+  // Stopped here, while the signal sets still exist: destroyed, they would restore the
+  // default action, and a second SIGTERM arriving during the stop (ledger records still
+  // being written) would kill the process; now it is caught and ignored.
+  gateway.reset();
   return 0;
 }
 
