@@ -24,42 +24,15 @@ Processes it starts are stopped by pid; temp files go to a mktemp directory.
 import argparse
 import http.client
 import json
-import os
 import shutil
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url, timeout=60):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                return r.status
-        except Exception:
-            time.sleep(0.2)
-    raise RuntimeError("no answer from " + url)
-
-
-def rss_mb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
+from loopback import free_port, rss_mb, start_engine_sim, start_gateway  # benchmarks/loopback.py
 
 
 def body(max_tokens, ignore_eos):
@@ -107,24 +80,17 @@ def main():
     try:
         sims = []
         for i in range(2):
-            port = free_port()
-            procs.append(subprocess.Popen(
-                [a.binary, "engine-sim", "--port", str(port), "--served-model-name", "m",
-                 "--time-scale", str(a.time_scale)],
-                stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, f"sim{i}.log"), "w")))
-            wait_http(f"http://127.0.0.1:{port}/health")
-            sims.append(f"http://127.0.0.1:{port}")
+            proc, url = start_engine_sim(a.binary, tmp, f"sim{i}", a.time_scale)
+            procs.append(proc)
+            sims.append(url)
         gw_port = free_port()
-        cfg = os.path.join(tmp, "gw.yaml")
-        with open(cfg, "w") as f:
-            f.write(f"listen: {{address: 127.0.0.1, port: {gw_port}}}\n"
-                    f"time_scale: {a.time_scale}\nrequest_timeout_s: 100000\n"
-                    f"pools:\n  - name: p\n    model: m\n    max_in_flight: {a.max_in_flight}\n"
-                    f"    endpoints: [{', '.join(sims)}]\n")
-        gw = subprocess.Popen([a.binary, "gateway", "--config", cfg], stdout=subprocess.DEVNULL,
-                              stderr=open(os.path.join(tmp, "gw.log"), "w"))
+        gw = start_gateway(
+            a.binary, tmp,
+            f"listen: {{address: 127.0.0.1, port: {gw_port}}}\n"
+            f"time_scale: {a.time_scale}\nrequest_timeout_s: 100000\n"
+            f"pools:\n  - name: p\n    model: m\n    max_in_flight: {a.max_in_flight}\n"
+            f"    endpoints: [{', '.join(sims)}]\n", gw_port)
         procs.append(gw)
-        wait_http(f"http://127.0.0.1:{gw_port}/health")
         rss_start = rss_mb(gw.pid)
 
         lock = threading.Lock()

@@ -15,40 +15,15 @@ Processes it starts are stopped by pid; temp files go to a mktemp directory.
 """
 import argparse
 import json
-import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url, timeout=60):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                return r.status
-        except Exception:
-            time.sleep(0.2)
-    raise RuntimeError("no answer from " + url)
-
-
-def rss_mb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
+from loopback import free_port, rss_mb, start_engine_sim, start_gateway  # benchmarks/loopback.py
 
 
 def metric(port, name):
@@ -76,25 +51,18 @@ def main():
     procs = []
     socks = []
     try:
-        sim_port, gw_port = free_port(), free_port()
-        procs.append(subprocess.Popen(
-            [a.binary, "engine-sim", "--port", str(sim_port), "--served-model-name", "m",
-             "--time-scale", str(a.time_scale)],
-            stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "sim.log"), "w")))
-        wait_http(f"http://127.0.0.1:{sim_port}/health")
-        cfg = os.path.join(tmp, "gw.yaml")
-        with open(cfg, "w") as f:
-            f.write(f"listen: {{address: 127.0.0.1, port: {gw_port}}}\n"
-                    f"time_scale: {a.time_scale}\n"
-                    f"request_timeout_s: 100000\n"
-                    f"pools:\n  - {{name: p, model: m, endpoints: [\"http://127.0.0.1:{sim_port}\"]}}\n")
-            # Older binaries refuse unknown keys: add the backpressure block only if asked.
-            if a.stall_timeout > 0:
-                f.write(f"backpressure: {{client_stall_timeout_s: {a.stall_timeout}}}\n")
-        gw = subprocess.Popen([a.binary, "gateway", "--config", cfg], stdout=subprocess.DEVNULL,
-                              stderr=open(os.path.join(tmp, "gw.log"), "w"))
+        sim, sim_url = start_engine_sim(a.binary, tmp, "sim", a.time_scale)
+        procs.append(sim)
+        gw_port = free_port()
+        config = (f"listen: {{address: 127.0.0.1, port: {gw_port}}}\n"
+                  f"time_scale: {a.time_scale}\n"
+                  f"request_timeout_s: 100000\n"
+                  f"pools:\n  - {{name: p, model: m, endpoints: [\"{sim_url}\"]}}\n")
+        # Older binaries refuse unknown keys: add the backpressure block only if asked.
+        if a.stall_timeout > 0:
+            config += f"backpressure: {{client_stall_timeout_s: {a.stall_timeout}}}\n"
+        gw = start_gateway(a.binary, tmp, config, gw_port)
         procs.append(gw)
-        wait_http(f"http://127.0.0.1:{gw_port}/health")
         start = rss_mb(gw.pid)
         body = json.dumps({"model": "m", "stream": True, "max_tokens": a.max_tokens,
                            "ignore_eos": True,
