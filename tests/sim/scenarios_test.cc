@@ -214,6 +214,19 @@ double Goodput(const boost::json::array& results, const std::string& workload,
   return 0;
 }
 
+// Field `name` of the result for `strategy` (and condition `label`, unless empty).
+double ResultField(const boost::json::object& doc, const std::string& label,
+                   const std::string& strategy, const char* name) {
+  for (const auto& v : doc.at("results").as_array()) {
+    const auto& r = v.as_object();
+    if ((label.empty() || r.at("label").as_string() == label) &&
+        r.at("strategy").as_string() == strategy)
+      return r.at(name).to_number<double>();
+  }
+  ADD_FAILURE() << label << " " << strategy;
+  return 0;
+}
+
 // Capacity at c=32 (seed 1, 3 trials, as `make bench-sim`): predicted-ttft holds its own
 // against the best peer, SGLang's cache_aware router. Multiturn: no worse. Shared-prefix:
 // within 2% (103.4 vs 104.5 req/min at seed 1; ahead at seed 11 - which
@@ -253,12 +266,7 @@ TEST(ScenariosTest, LargePrefixTailDoesNotQueueBehindAColdPrefill) {
   auto doc = RunScenario(*s, plan);
   ASSERT_TRUE(doc.ok()) << doc.status().message();
   auto field = [&](const std::string& strategy, const char* name) {
-    for (const auto& v : (*doc)["results"].as_array()) {
-      const auto& r = v.as_object();
-      if (r.at("strategy").as_string() == strategy) return r.at(name).to_number<double>();
-    }
-    ADD_FAILURE() << strategy;
-    return 0.0;
+    return ResultField(*doc, "", strategy, name);
   };
   EXPECT_LE(field("predicted-ttft", "ttft_p90_s"), field("prefix", "ttft_p90_s"));
   EXPECT_LT(field("predicted-ttft", "ttft_p90_s"), 1.0);
@@ -286,13 +294,7 @@ TEST(ScenariosTest, LargePrefixRequestsDoNotWaitOnAPrefillInProgress) {
   auto doc = RunScenario(*s, plan);
   ASSERT_TRUE(doc.ok()) << doc.status().message();
   auto field = [&](const std::string& label, const std::string& strategy, const char* name) {
-    for (const auto& v : (*doc)["results"].as_array()) {
-      const auto& r = v.as_object();
-      if (r.at("label").as_string() == label && r.at("strategy").as_string() == strategy)
-        return r.at(name).to_number<double>();
-    }
-    ADD_FAILURE() << label << " " << strategy;
-    return 0.0;
+    return ResultField(*doc, label, strategy, name);
   };
   for (const std::string label : {"large rate=0.5", "large rate=1"}) {
     SCOPED_TRACE(label);
@@ -321,12 +323,7 @@ TEST(ScenariosTest, GatewayQueueKeepsPrefixesWhereTheyAreCachedUnderOverload) {
   auto doc = RunScenario(*s, plan);
   ASSERT_TRUE(doc.ok()) << doc.status().message();
   auto field = [&](const std::string& strategy, const char* name) {
-    for (const auto& v : (*doc)["results"].as_array()) {
-      const auto& r = v.as_object();
-      if (r.at("strategy").as_string() == strategy) return r.at(name).to_number<double>();
-    }
-    ADD_FAILURE() << strategy;
-    return 0.0;
+    return ResultField(*doc, "", strategy, name);
   };
   EXPECT_GT(field("predicted-ttft", "cached_token_ratio"), 0.7);
   EXPECT_EQ(field("predicted-ttft", "rejected"), 0);
