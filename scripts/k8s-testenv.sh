@@ -52,22 +52,33 @@ is_ours() {
       found = 1 } END { exit !found }'
 }
 
-# SIGTERM, up to 15 s, then SIGKILL.
+# True while PID runs: it exists and is not a zombie. Unlike is_ours this stays true while an
+# exiting process tears down its threads: the kernel empties /proc/PID/cmdline when the
+# main thread releases its memory, before the process is gone and its ports are closed.
+running() {
+  local pid=$1 stat
+  stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [[ ${stat:0:1} != Z ]]
+}
+
+# SIGTERM, up to 15 s, then SIGKILL; returns once the process is gone. After is_ours has
+# named the PID ours, `running` follows it (a PID is not reused within these seconds).
 stop_pid() { # name pidfile
   local pid i
   pid=$(cat "$DIR/$2" 2>/dev/null || true)
   if is_ours "$pid"; then
     kill -TERM "$pid" 2>/dev/null || true
     for ((i = 0; i < 150; i++)); do
-      is_ours "$pid" || break
+      running "$pid" || break
       sleep 0.1
     done
-    if is_ours "$pid"; then
+    if running "$pid"; then
       log "$1 (pid $pid) did not stop on SIGTERM; SIGKILL"
       kill -KILL "$pid" 2>/dev/null || true
       # SIGKILL is asynchronous: wait until the process is gone so a caller can reuse its port.
       for ((i = 0; i < 100; i++)); do
-        is_ours "$pid" || break
+        running "$pid" || break
         sleep 0.1
       done
     fi
