@@ -90,6 +90,24 @@ class Scanner {
     Walk(std::move(stack));
   }
 
+  // A request's top-level fields that carry a prompt in a form no tagger reads: token
+  // ids (a completions `prompt` of integers, or of arrays of them: vLLM and OpenAI's
+  // legacy completions accept both) and vLLM's `prompt_embeds`.
+  void InspectTopLevel(const boost::json::object& body) {
+    if (const auto* p = body.if_contains("prompt"); p && p->is_array()) {
+      auto number = [](const boost::json::value& v) { return v.is_number(); };
+      for (const auto& item : p->get_array()) {
+        const auto* inner = item.if_array();
+        if (number(item) || (inner && std::any_of(inner->begin(), inner->end(), number))) {
+          unscannable_.insert("tokens");
+          break;
+        }
+      }
+    }
+    if (const auto* e = body.if_contains("prompt_embeds"); e && !e->is_null())
+      unscannable_.insert("embeddings");
+  }
+
   RequestScan Take() {
     scan_.unscannable.assign(unscannable_.begin(), unscannable_.end());
     return std::move(scan_);
@@ -146,6 +164,7 @@ class Scanner {
 
 RequestScan ScanRequest(const boost::json::value& body) {
   Scanner s;
+  if (const auto* o = body.if_object()) s.InspectTopLevel(*o);
   s.Walk({{&body, true}});
   return s.Take();
 }
@@ -154,6 +173,7 @@ RequestScan ScanRequest(const boost::json::object& body) {
   // The top-level object without copying it: its keys, then its values.
   Scanner s;
   for (const auto& kv : body) s.Append(kv.key(), false);
+  s.InspectTopLevel(body);
   s.WalkObject(body);
   return s.Take();
 }

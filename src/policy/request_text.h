@@ -17,9 +17,11 @@
 // keys, and not the values of the schema's structural fields `role`, `type`, `media_type`,
 // `detail`, `format`, `id`, `tool_call_id`, `tool_use_id`), so that one message's content
 // and the next one's are neighbours; and the kinds of content no tagger can read (images,
-// audio, files): OpenAI content parts `image_url`, `input_image`, `input_audio`, `file`,
-// `input_file`; Anthropic `image`, `container_upload`, and `document` blocks whose source
-// is not text (base64 other than text/*, `url`, `file`).
+// audio, files, token ids, embeddings): OpenAI content parts `image_url`, `input_image`,
+// `input_audio`, `file`, `input_file`; Anthropic `image`, `container_upload`, and
+// `document` blocks whose source is not text (base64 other than text/*, `url`, `file`);
+// a top-level completions `prompt` of token ids ("tokens": integers, or arrays holding
+// numbers) and a top-level `prompt_embeds` that is not null ("embeddings", vLLM).
 //
 // Header values that go upstream with the body (on /v1/messages: anthropic-version and
 // anthropic-beta, which the gateway passes to Anthropic providers) are appended to the
@@ -39,9 +41,10 @@
 namespace kinference::policy {
 
 struct RequestScan {
-  std::string text;                      // what RequestScanText returns
-  std::vector<TextSpan> values;          // spans of `text` (see above), document order
-  std::vector<std::string> unscannable;  // "audio", "file", "image": sorted, no duplicates
+  std::string text;              // what RequestScanText returns
+  std::vector<TextSpan> values;  // spans of `text` (see above), document order
+  // "audio", "embeddings", "file", "image", "tokens": sorted, no duplicates
+  std::vector<std::string> unscannable;
 };
 
 // The scan of `body` (see above). A raw body that does not parse is one value, scanned as

@@ -229,6 +229,21 @@ TEST(RequestScan, RecordsContentTaggersCannotRead) {
       V{});
 }
 
+TEST(RequestScan, RecordsTokenIdAndEmbeddingPromptsAsUnscannable) {
+  auto kinds = [](const char* body) { return ScanRequest(std::string_view(body)).unscannable; };
+  EXPECT_EQ(kinds(R"({"model":"m","prompt":[19,4111,1111]})"), V{"tokens"});
+  EXPECT_EQ(kinds(R"({"model":"m","prompt":[[19,4111],[1111]]})"), V{"tokens"});
+  EXPECT_EQ(kinds(R"({"model":"m","prompt":"x","prompt_embeds":"AAAA"})"), V{"embeddings"});
+  // Text prompts and a null prompt_embeds are read as usual; only the top level counts.
+  EXPECT_EQ(kinds(R"({"model":"m","prompt":["a","b"],"prompt_embeds":null})"), V{});
+  EXPECT_EQ(kinds(R"({"model":"m","messages":[{"role":"user","content":"hi"}],)"
+                  R"("metadata":{"prompt":[1,2]}})"),
+            V{});
+  // The same through the object overload the gateway uses.
+  auto body = boost::json::parse(R"({"model":"m","prompt":[1,2]})").as_object();
+  EXPECT_EQ(ScanRequest(body).unscannable, V{"tokens"});
+}
+
 TEST(RunTaggers, PiiJoinsNeighbouringValues) {
   RequestScan scan = ScanRequest(std::string_view(
       R"({"messages":[{"role":"user","content":"SSN 123-45"},{"role":"user","content":"-6789"}]})"));
