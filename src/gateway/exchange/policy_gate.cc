@@ -58,11 +58,16 @@ PolicyRequest BeginPolicyRequest(const GatewayContext& ctx, const api::ParsedReq
   info.stream = req.stream;
   if (NeedsTags(*pr.set)) {
     const bool translated = !req.original.is_null();
-    pr.scan_text =
-        translated ? policy::RequestScanText(req.original) : policy::RequestScanText(req.body);
+    // The whole scan, not only its text: the value spans feed the pii tagger's split-value
+    // check and the unscannable kinds the policies' onUnscannableContent.
+    policy::RequestScan scan =
+        translated ? policy::ScanRequest(req.original) : policy::ScanRequest(req.body);
+    pr.scan_text = std::move(scan.text);
     if (translated) AppendForwardedHeaders(headers, pr.scan_text);
+    info.unscannable = std::move(scan.unscannable);
     policy::TaggerInput in;
     in.text = pr.scan_text;
+    in.values = scan.values;  // spans of the body's items; the headers appended come after
     in.prompt_tokens = info.prompt_tokens;
     in.tools_present = info.tools_present;
     if (ctx.policy.taggers.trust_tag_header) in.tag_header = headers.Find(policy::kTagsHeader);

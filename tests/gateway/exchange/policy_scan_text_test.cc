@@ -53,6 +53,73 @@ TEST_F(PolicyProxyTest, PiiOutsideMessageTextIsTagged) {
   EXPECT_EQ(ext.requests(), 1);
 }
 
+// A datum split across neighbouring values of the body (docs/policy.md, "Taggers") is
+// found on the request path too: the gate hands the scan's value spans to the pii tagger.
+TEST_F(PolicyProxyTest, PiiSplitAcrossNeighbouringMessagesIsTagged) {
+  FakeUpstream& ext = Fake();
+  GatewayConfig c = Base({kExamples + "pii-local-only.yaml"});
+  AddProvider(c, "ext", "m", ext);
+  Start(c);
+  auto two = [](const std::string& first, const std::string& second) {
+    json::array messages{json::object{{"role", "user"}, {"content", first}},
+                         json::object{{"role", "user"}, {"content", second}}};
+    return json::serialize(json::object{{"model", "m"}, {"messages", messages}});
+  };
+  auto r = Post(two("my card is 4111 1111", "1111 1111"));
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_EQ(Post(two("SSN 123-45", "-6789")).status, 403);
+  EXPECT_EQ(Post(R"({"model":"m","max_tokens":16,"messages":[)"
+                 R"({"role":"user","content":"my card is 4111 1111"},)"
+                 R"({"role":"assistant","content":"1111 1111"}]})",
+                 {}, "/v1/messages")
+                .status,
+            403);
+  EXPECT_EQ(ext.requests(), 0);
+  EXPECT_EQ(Post(two("my card is", "on file")).status, 200);
+  EXPECT_EQ(ext.requests(), 1);
+}
+
+// Content no tagger reads (docs/policy.md, "onUnscannableContent"): an image part and a
+// token-id completions prompt.
+const std::string kImageChat =
+    R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"read this"},)"
+    R"({"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]})";
+const std::string kTokenIdPrompt = R"({"model":"m","prompt":[19,4111,1111,1111,1111]})";
+
+// With treatAsTagged, unscannable content never reaches a provider (403 with only a
+// provider): the gate hands the scan's unscannable kinds to the policies.
+TEST_F(PolicyProxyTest, UnscannableContentTreatedAsTaggedStaysOffProviders) {
+  FakeUpstream& ext = Fake();
+  GatewayConfig c = Base({Write("closed.yaml", R"(apiVersion: kinference.io/v1alpha1
+kind: InferencePolicy
+metadata: {name: pii-closed}
+spec:
+  match: {tags: {anyOf: [pii]}}
+  constraints: {exclude: {classes: [provider]}}
+  onUnscannableContent: treatAsTagged
+)")});
+  AddProvider(c, "ext", "m", ext);
+  Start(c);
+  auto r = Post(kImageChat);
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_NE(DecisionHeader(r).find("pii-closed"), std::string::npos) << DecisionHeader(r);
+  EXPECT_EQ(Post(kTokenIdPrompt, {}, "/v1/completions").status, 403);
+  EXPECT_EQ(ext.requests(), 0);
+  EXPECT_EQ(Post(Chat("m", "hi")).status, 200);
+  EXPECT_EQ(ext.requests(), 1);
+}
+
+// With ignore (the default, as in the example) the same requests pass on their text's tags.
+TEST_F(PolicyProxyTest, UnscannableContentIgnoredByDefault) {
+  FakeUpstream& ext = Fake();
+  GatewayConfig c = Base({kExamples + "pii-local-only.yaml"});
+  AddProvider(c, "ext", "m", ext);
+  Start(c);
+  EXPECT_EQ(Post(kImageChat).status, 200);
+  EXPECT_EQ(Post(kTokenIdPrompt, {}, "/v1/completions").status, 200);
+  EXPECT_EQ(ext.requests(), 2);
+}
+
 // The classifier receives the original Anthropic body's keys and strings on /v1/messages.
 TEST_F(ClassifierTest, ClassifierGetsEveryStringOfTheOriginalBody) {
   StartWithClassifier(/*hold=*/false, "[]", "reject");
