@@ -1,7 +1,10 @@
 #include "api/openai/request.h"
 
+#include <algorithm>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <cstdint>
+#include <limits>
 
 #include "api/json_body.h"
 
@@ -23,11 +26,19 @@ void AppendContent(const json::value& content, std::string& out) {
   }
 }
 
+// An integer field, saturated to int's range: a value beyond it (no model's context
+// holds 2^31 tokens) must not wrap, or max_tokens 2^32 + 1 would be estimated as 1
+// output token by the router and the tenant limits.
 int IntField(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
   if (!v) return 0;
-  if (v->is_int64()) return static_cast<int>(v->get_int64());
-  if (v->is_uint64()) return static_cast<int>(v->get_uint64());
+  if (v->is_int64()) {
+    return static_cast<int>(std::clamp<int64_t>(v->get_int64(), std::numeric_limits<int>::min(),
+                                                std::numeric_limits<int>::max()));
+  }
+  if (v->is_uint64()) {
+    return static_cast<int>(std::min<uint64_t>(v->get_uint64(), std::numeric_limits<int>::max()));
+  }
   return 0;
 }
 

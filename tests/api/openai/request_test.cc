@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/json/parse.hpp>
+#include <limits>
 
 #include "routing/router.h"
 
@@ -80,6 +81,20 @@ TEST(ParseRequest, MaxCompletionTokensWins) {
                         Chat("[]", R"(,"max_tokens":5,"max_completion_tokens":9)"));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->max_tokens, 9);
+}
+
+TEST(ParseRequest, MaxTokensBeyondIntRangeSaturateInsteadOfWrapping) {
+  // 2^32 + 1 once wrapped to 1: the limits estimated one output token for it.
+  auto r = ParseRequest(ApiKind::kChatCompletions, Chat("[]", R"(,"max_tokens":4294967297)"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->max_tokens, std::numeric_limits<int>::max());
+  r = ParseRequest(ApiKind::kCompletions,
+                   R"({"model":"m","prompt":"x","max_completion_tokens":18446744073709551615})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->max_tokens, std::numeric_limits<int>::max());
+  r = ParseRequest(ApiKind::kChatCompletions, Chat("[]", R"(,"max_tokens":700000000000000)"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->max_tokens, std::numeric_limits<int>::max());
 }
 
 TEST(ParseRequest, AcceptsDeeplyNestedToolSchemas) {
