@@ -49,6 +49,7 @@ GatewayContext::GatewayContext(GatewayConfig cfg, boost::asio::any_io_executor e
   }
   request_id_prefix =
       (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  prefix_hash_key = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   if (!KnowsStrategy(config.strategy)) {
     std::string known;
     for (const auto& s : router.StrategyNames()) known += (known.empty() ? "" : ", ") + s;

@@ -104,6 +104,9 @@ struct GatewayContext {
   uint64_t next_request_id = 1;
   // Random per process: generated request ids stay unique across gateway replicas.
   uint64_t request_id_prefix = 0;
+  // Random per process, secret: keys the prefix index's block hashes (routing::
+  // ChainedBlockHashes) so that clients cannot craft prompts whose hashes collide.
+  uint64_t prefix_hash_key = 0;
   // Requests in flight, for AbortInFlight (expired entries are pruned on insert).
   std::vector<std::weak_ptr<InFlightRequest>> in_flight;
   // InferencePolicy store, decision log, counters, taggers (exchange/policy_gate.h).

@@ -8,12 +8,12 @@
 
 namespace kinference::routing {
 
-std::vector<uint64_t> ChainedBlockHashes(std::string_view text, size_t block_chars) {
+std::vector<uint64_t> ChainedBlockHashes(std::string_view text, size_t block_chars, uint64_t key) {
   std::vector<uint64_t> out;
   if (block_chars == 0) return out;
   size_t n = text.size() / block_chars;
   out.reserve(n);
-  uint64_t prev = 0;
+  uint64_t prev = key;
   for (size_t i = 0; i < n; ++i) {
     // The previous block's hash seeds this one: hash[i] covers blocks 0..i.
     prev = XXH3_64bits_withSeed(text.data() + i * block_chars, block_chars, prev);

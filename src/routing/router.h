@@ -70,8 +70,14 @@ struct RequestFeatures {
 };
 
 // Chained hashes of `text` split into blocks of `block_chars` characters; the last
-// partial block is dropped. hash[i] depends on every character of blocks 0..i.
-std::vector<uint64_t> ChainedBlockHashes(std::string_view text, size_t block_chars);
+// partial block is dropped. hash[i] depends on every character of blocks 0..i and on `key`.
+// XXH3-64 is fast but not collision-resistant: a client who knows the key can search for
+// prompts whose hashes crowd one region of the prefix index's open-addressing table and
+// slow every lookup. The gateway passes a random per-process key (GatewayContext::
+// prefix_hash_key), so its hashes cannot be predicted from outside; the simulator passes 0
+// so that its runs stay deterministic. Only hashes made with the same key are comparable.
+std::vector<uint64_t> ChainedBlockHashes(std::string_view text, size_t block_chars,
+                                         uint64_t key = 0);
 
 struct CandidateScore {
   EndpointId endpoint;

@@ -33,6 +33,22 @@ TEST(ChainedBlockHashes, PrefixPropertyAndPartialBlockDropped) {
             std::vector<uint64_t>(ha.begin(), ha.begin() + 2));
 }
 
+TEST(ChainedBlockHashes, KeyChangesEveryHashAndKeepsThePrefixProperty) {
+  std::string a(1000, 'x');
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<char>('a' + i % 31);
+  const std::string b = a.substr(0, 384) + std::string(616, 'q');
+  const uint64_t key = 0x5eed5eed12345678ULL;
+  auto unkeyed = ChainedBlockHashes(a, 128);
+  auto ka = ChainedBlockHashes(a, 128, key);
+  auto kb = ChainedBlockHashes(b, 128, key);
+  ASSERT_EQ(ka.size(), unkeyed.size());
+  for (size_t i = 0; i < ka.size(); ++i) EXPECT_NE(ka[i], unkeyed[i]) << i;
+  EXPECT_EQ(ka, ChainedBlockHashes(a, 128, key));  // the same key gives the same chain
+  EXPECT_NE(ka, ChainedBlockHashes(a, 128, key + 1));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(ka[i], kb[i]) << i;  // 384 shared characters
+  for (size_t i = 3; i < ka.size(); ++i) EXPECT_NE(ka[i], kb[i]) << i;
+}
+
 TEST(PrefixIndex, MatchIsLongestPresentPrefix) {
   PrefixIndex idx(100);
   std::vector<uint64_t> chain = {1, 2, 3, 4, 5};

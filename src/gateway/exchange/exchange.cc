@@ -510,7 +510,7 @@ void Exchange::Finish(routing::Outcome outcome, const char* label) {
       ctx_->router.OnCompletionText(
           decision_.endpoint,
           routing::ChainedBlockHashes(api::RenderWithReply(req_.prompt_text, reply_),
-                                      ctx_->config.block_chars),
+                                      ctx_->config.block_chars, ctx_->prefix_hash_key),
           now);
     }
     ctx_->stats.RecordE2e(req_.model, now - arrival_);

@@ -107,7 +107,8 @@ void HandleParsed(const std::shared_ptr<GatewayContext>& ctx, api::ParsedRequest
   // The router's key for in-flight bookkeeping: unique even when clients reuse an id.
   features.request_id = fmt::format("{}#{}", parsed.request_id, ctx->next_request_id++);
   features.model = parsed.model;
-  features.block_hashes = routing::ChainedBlockHashes(parsed.prompt_text, ctx->config.block_chars);
+  features.block_hashes = routing::ChainedBlockHashes(parsed.prompt_text, ctx->config.block_chars,
+                                                      ctx->prefix_hash_key);
   features.prompt_chars = parsed.prompt_text.size();
   features.max_tokens = parsed.max_tokens;
   ctx->AddEngineBlockKeys(parsed, features);
