@@ -86,10 +86,11 @@ StreamStep EventStream::OnReplayed(uint64_t seq, std::string payload) {
   return step;
 }
 
-StreamStep EventStream::OnReplayEnd() {
+StreamStep EventStream::OnReplayEnd(bool answered) {
   StreamStep step;
   if (!replaying_) return step;
   replaying_ = false;
+  step.synced = answered;
   DrainHeld(step);
   return step;
 }

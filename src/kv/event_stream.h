@@ -22,6 +22,13 @@
 //                      asks for everything buffered from 0 at once, so a publisher's
 //                      history is known without waiting for its next batch (an idle
 //                      engine sends none); an empty replay leaves 0 as the next expected.
+//   replay answered    its end marker arrived (OnReplayEnd with answered): the stream
+//                      then holds everything the publisher kept, which for an empty
+//                      replay from 0 is nothing: vLLM publishes only when blocks are
+//                      stored or removed, so an engine that has cached nothing has sent
+//                      nothing. The step says so (`synced`), and the subscriber counts the
+//                      feed live: its empty index is exact. A timed-out replay says
+//                      nothing of the kind.
 //   replay ends (end marker or timeout) or skips ahead (the buffer no longer reaches
 //                      back): what is missing is lost; a lost BlockRemoved would leave
 //                      the index claiming evicted blocks, so the index is cleared and
@@ -45,6 +52,9 @@ struct StreamStep {
   bool clear = false;  // forget the endpoint's index, then apply `apply`
   std::vector<std::pair<uint64_t, std::string>> apply;  // (sequence, payload), in order
   std::optional<uint64_t> replay_from;                  // request a replay from this seq
+  // The replay's end marker came: with `apply`, the stream has everything the publisher
+  // kept (for a Join on an idle engine: nothing, and that is exact).
+  bool synced = false;
 };
 
 struct StreamCounters {
@@ -64,8 +74,8 @@ class EventStream {
   // Before any batch: replay from 0 (no-op once the stream has started or is replaying).
   StreamStep Join();
   StreamStep OnReplayed(uint64_t seq, std::string payload);
-  // The replay's end marker, or no answer in time, or no replay socket at all.
-  StreamStep OnReplayEnd();
+  // The replay's end marker (answered), or no answer in time, or no replay socket at all.
+  StreamStep OnReplayEnd(bool answered);
 
   bool replaying() const { return replaying_; }
   std::optional<uint64_t> expected() const { return expected_; }

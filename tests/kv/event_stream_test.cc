@@ -39,7 +39,7 @@ TEST(EventStreamTest, GapIsFilledByReplayThenHeldBatchesApply) {
   EXPECT_EQ(Seqs(s.OnReplayed(1, P(1))), std::vector<uint64_t>{1});
   EXPECT_EQ(Seqs(s.OnReplayed(2, P(2))), std::vector<uint64_t>{2});
   EXPECT_EQ(Seqs(s.OnReplayed(3, P(3))), std::vector<uint64_t>{3});
-  StreamStep end = s.OnReplayEnd();
+  StreamStep end = s.OnReplayEnd(true);
   EXPECT_EQ(Seqs(end), std::vector<uint64_t>{4});
   EXPECT_FALSE(end.clear);
   EXPECT_EQ(Seqs(s.OnLive(5, P(5))), std::vector<uint64_t>{5});
@@ -56,7 +56,7 @@ TEST(EventStreamTest, ReplayThatNoLongerReachesBackClearsTheIndex) {
   EXPECT_TRUE(st.clear);
   EXPECT_EQ(Seqs(st), std::vector<uint64_t>{3});
   EXPECT_EQ(Seqs(s.OnReplayed(4, P(4))), std::vector<uint64_t>{4});
-  EXPECT_EQ(Seqs(s.OnReplayEnd()), std::vector<uint64_t>{5});
+  EXPECT_EQ(Seqs(s.OnReplayEnd(true)), std::vector<uint64_t>{5});
   EXPECT_EQ(s.counters().resyncs, 1u);
 }
 
@@ -65,7 +65,7 @@ TEST(EventStreamTest, ReplayWithoutAnswerResynchronisesFromHeldBatches) {
   s.OnLive(0, P(0));
   s.OnLive(2, P(2));
   s.OnLive(3, P(3));
-  StreamStep st = s.OnReplayEnd();  // timeout: nothing replayed
+  StreamStep st = s.OnReplayEnd(/*answered=*/false);  // timeout: nothing replayed
   EXPECT_TRUE(st.clear);
   EXPECT_EQ(Seqs(st), (std::vector<uint64_t>{2, 3}));
   EXPECT_FALSE(s.replaying());
@@ -91,7 +91,7 @@ TEST(EventStreamTest, RestartSeenMidStreamReplaysFromZero) {
   EXPECT_EQ(Seqs(s.OnReplayed(0, P(0))), std::vector<uint64_t>{0});
   EXPECT_EQ(Seqs(s.OnReplayed(1, P(1))), std::vector<uint64_t>{1});
   EXPECT_EQ(Seqs(s.OnReplayed(2, P(2))), std::vector<uint64_t>{2});
-  StreamStep end = s.OnReplayEnd();
+  StreamStep end = s.OnReplayEnd(true);
   EXPECT_TRUE(end.apply.empty());  // the held 2 was replayed already
   EXPECT_FALSE(end.clear);
   EXPECT_EQ(s.counters().duplicates, 1u);
@@ -104,7 +104,7 @@ TEST(EventStreamTest, JoiningMidStreamAsksForEverythingBuffered) {
   EXPECT_EQ(*st.replay_from, 0u);
   for (uint64_t i = 0; i <= 7; ++i)
     EXPECT_EQ(Seqs(s.OnReplayed(i, P(i))), std::vector<uint64_t>{i});
-  EXPECT_TRUE(s.OnReplayEnd().apply.empty());
+  EXPECT_TRUE(s.OnReplayEnd(true).apply.empty());
   EXPECT_EQ(*s.expected(), 8u);
 }
 
@@ -117,18 +117,30 @@ TEST(EventStreamTest, JoinReplaysTheHistoryBeforeAnyLiveBatch) {
   EXPECT_TRUE(s.OnLive(2, P(2)).apply.empty());  // held
   EXPECT_EQ(Seqs(s.OnReplayed(0, P(0))), std::vector<uint64_t>{0});
   EXPECT_EQ(Seqs(s.OnReplayed(1, P(1))), std::vector<uint64_t>{1});
-  EXPECT_EQ(Seqs(s.OnReplayEnd()), std::vector<uint64_t>{2});
+  EXPECT_EQ(Seqs(s.OnReplayEnd(true)), std::vector<uint64_t>{2});
   EXPECT_EQ(s.counters().gaps, 0u);
   EXPECT_EQ(s.counters().resyncs, 0u);
   EXPECT_FALSE(s.Join().replay_from);  // started: no-op
 }
 
-TEST(EventStreamTest, JoinOnAnEmptyBufferWaitsForSequenceZero) {
+TEST(EventStreamTest, JoinOnAnEmptyBufferIsSyncedAndWaitsForSequenceZero) {
   EventStream s;
   s.Join();
-  EXPECT_TRUE(s.OnReplayEnd().apply.empty());
+  StreamStep end = s.OnReplayEnd(/*answered=*/true);
+  EXPECT_TRUE(end.apply.empty());
+  EXPECT_FALSE(end.clear);
+  EXPECT_TRUE(end.synced);  // the publisher has nothing: the empty index is exact
   EXPECT_EQ(Seqs(s.OnLive(0, P(0))), std::vector<uint64_t>{0});
   EXPECT_EQ(s.counters().gaps, 0u);
+}
+
+TEST(EventStreamTest, JoinWithoutAnAnswerIsNotSynced) {
+  EventStream s;
+  s.Join();
+  StreamStep end = s.OnReplayEnd(/*answered=*/false);  // timed out
+  EXPECT_TRUE(end.apply.empty());
+  EXPECT_FALSE(end.synced);
+  EXPECT_FALSE(s.OnReplayEnd(true).synced);  // a late end marker: no replay is running
 }
 
 TEST(EventStreamTest, TooManyHeldBatchesAbandonTheReplay) {

@@ -102,6 +102,33 @@ TEST(ZmqKvEventsTest, SubscriberGetsEveryBatchInOrderEvenIfItJoinsLate) {
   EXPECT_TRUE((*sub)->live());
 }
 
+// vLLM publishes only when blocks are stored or removed: an engine that has cached nothing
+// has sent nothing, and its replay answers with the end marker alone. The feed is live then
+// (its empty index is exact), not only after the engine's first batch.
+TEST(ZmqKvEventsTest, IdlePublishersFeedIsLiveWithAnEmptyIndex) {
+  auto pub = ZmqPublisher::Start({});
+  ASSERT_TRUE(pub.ok()) << pub.status().message();
+  Log log;
+  auto sub =
+      ZmqSubscriber::Start({(*pub)->endpoint(), (*pub)->replay_endpoint(), "kv"}, log.Sink());
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  ASSERT_TRUE(log.WaitFor([](auto&, auto& s) { return !s.empty(); }))
+      << ::testing::PrintToString(log.states());
+  EXPECT_EQ(log.states(), std::vector<std::string>{"live"});
+  EXPECT_TRUE(log.entries().empty());
+  EXPECT_TRUE((*sub)->live());
+  EXPECT_EQ((*sub)->counters().replay_timeouts, 0u);
+  // The engine's first batch (sequence 0) follows on the live socket, or, if the
+  // subscription was not yet in place when it was sent, through a replay.
+  int n = 0;
+  do {
+    (*pub)->Publish(Batch(n++));
+  } while (!log.WaitFor([](auto& e, auto&) { return !e.empty(); }, 200ms) && n < 500);
+  ASSERT_TRUE(log.WaitFor([&](auto& e, auto&) { return SinceLastClear(e) == Numbers(0, n); }))
+      << ::testing::PrintToString(log.entries());
+  EXPECT_EQ(log.states(), std::vector<std::string>{"live"});
+}
+
 TEST(ZmqKvEventsTest, GapIsFilledFromTheReplaySocket) {
   auto pub = ZmqPublisher::Start({});
   ASSERT_TRUE(pub.ok());

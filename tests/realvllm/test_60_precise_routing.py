@@ -58,18 +58,22 @@ pools:
             pytest.fail("precise gateway exited: " + read(log_path)[-2000:])
         return m and int(m.group(1))
 
+    client = None
     try:
         url = f"http://127.0.0.1:{wait_for(port, 60, what='the precise gateway')}"
         client = httpx.Client(base_url=url, timeout=TIMEOUT)
 
+        # Live: the gateway has each instance's history from its replay socket (an
+        # instance that has cached nothing answers with the end marker alone).
         def live():
             m = parse_prometheus(client.get("/metrics").text)
             return all(metric(m, "kinference_kv_events_live", endpoint=f"precise/{i}") == 1
                        for i in range(n))
         wait_for(live, 60, what="both instances' KV event feeds live")
         yield client, log_path
-        client.close()
     finally:
+        if client is not None:
+            client.close()
         proc.terminate()
         try:
             proc.wait(timeout=15)

@@ -100,13 +100,13 @@ void ZmqSubscriber::Run() {
             std::chrono::steady_clock::now() +
             std::chrono::milliseconds(static_cast<int64_t>(options_.replay_timeout_s * 1000));
       } else {
-        StreamStep end = s.stream.OnReplayEnd();  // nothing to ask: the gap stays
+        StreamStep end = s.stream.OnReplayEnd(false);  // nothing to ask: the gap stays
         step.clear = step.clear || end.clear;
         if (end.clear) step.apply.clear();
         for (auto& a : end.apply) step.apply.push_back(std::move(a));
       }
     }
-    if (!step.clear && step.apply.empty()) return;
+    if (!step.clear && step.apply.empty() && !step.synced) return;
     std::vector<EventBatch> batches;
     bool clear = step.clear;
     std::string error;
@@ -123,10 +123,12 @@ void ZmqSubscriber::Run() {
     }
     counters_.batches += batches.size();
     sync_counters();
-    if (sink_.on_events) sink_.on_events(clear, std::move(batches));
+    if (sink_.on_events && (clear || !batches.empty())) sink_.on_events(clear, std::move(batches));
     if (!error.empty()) {
       set_live(false, "decoder failed: " + error);
-    } else if (!step.apply.empty()) {
+    } else if (!step.apply.empty() || step.synced) {
+      // A batch applied, or a replay's end marker: the index holds what the publisher
+      // kept, nothing at all for an engine that has cached nothing yet.
       set_live(true, "");
     }
   };
@@ -176,7 +178,7 @@ void ZmqSubscriber::Run() {
         if (msg.size() >= 3 && msg[at].size() == 8) {
           uint64_t seq = FromBigEndian(msg[at]);
           if (seq == ~uint64_t{0}) {
-            deliver(s.stream.OnReplayEnd());
+            deliver(s.stream.OnReplayEnd(/*answered=*/true));
           } else {
             deliver(s.stream.OnReplayed(seq, msg[at + 1].to_string()));
           }
@@ -186,7 +188,7 @@ void ZmqSubscriber::Run() {
     }
     if (s.stream.replaying() && std::chrono::steady_clock::now() > s.replay_deadline) {
       ++counters_.replay_timeouts;
-      deliver(s.stream.OnReplayEnd());
+      deliver(s.stream.OnReplayEnd(/*answered=*/false));
     }
     sync_counters();
   }

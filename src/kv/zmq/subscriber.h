@@ -16,7 +16,10 @@
 //     feed not live, with the decoder's message; the next batch that decodes makes it
 //     live again (what follows is applied on top of an empty index: an underestimate);
 //   - the feed is live once a batch has been applied since the last disconnect or
-//     decoder failure.
+//     decoder failure, or once the replay asked for on connecting has ended with its end
+//     marker: an engine that has stored no block has published nothing, and its replay
+//     answers with the end marker alone; the feed is then live with an empty index,
+//     which is exact. A replay without an answer in time does not count.
 // The sink's calls come from the subscriber's own thread, in order; the gateway posts
 // them to the router's strand.
 //
