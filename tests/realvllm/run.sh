@@ -3,7 +3,9 @@
 # scripts/vllm-serve.sh) behind `kinference gateway`, driven by pytest
 # (tests/realvllm/test_*.py) over plain HTTP.
 #
-# Usage: tests/realvllm/run.sh [KINFERENCE_BIN]   (else $KINFERENCE_BIN, else build/kinference)
+# Usage: tests/realvllm/run.sh [KINFERENCE_BIN [PYTEST_ARGS...]]
+#   KINFERENCE_BIN: else $KINFERENCE_BIN, else build/kinference; PYTEST_ARGS select tests,
+#   e.g. `run.sh build/kinference -k precise` (CTest runs them all).
 # The vLLM environment is installed on first use (scripts/vllm-env.sh, cached under
 # ~/.cache/kinference); a machine that has it pays only the instances' start-up.
 # Logs (gateway, vLLM) stay in <build>/realvllm-logs for a failed run.
@@ -12,6 +14,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BIN="${1:-${KINFERENCE_BIN:-$ROOT/build/kinference}}"
+shift || true
 BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
 [[ -x "$BIN" ]] || { echo "run.sh: kinference binary not found: $BIN" >&2; exit 2; }
 WORK="$(dirname "$BIN")/realvllm-logs"
@@ -80,6 +83,6 @@ export REALVLLM_POOL="real"
 export REALVLLM_KINFERENCE_BIN="$BIN"  # tests that start a gateway of their own
 echo "== real-vLLM suite against $REALVLLM_GATEWAY_URL (logs: $WORK)"
 rc=0
-"$VLLM_PYTHON" -m pytest -p no:cacheprovider -q -rfE -c "$HERE/pytest.ini" "$HERE" || rc=$?
+"$VLLM_PYTHON" -m pytest -p no:cacheprovider -q -rfE -c "$HERE/pytest.ini" "$HERE" "$@" || rc=$?
 echo "== real-vLLM suite: $((SECONDS - t0)) s wall (start-up included)"
 exit $rc
