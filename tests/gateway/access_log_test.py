@@ -151,10 +151,16 @@ policies: {{files: [policies/p.yaml], debug_admin_tenants: [acme]}}
         check(re.search(rb'^kinference_build_info\{version="[^"]+",revision="[^"]+",'
                         rb'build_type="[^"]*"\} 1$', metrics, re.M) is not None,
               "kinference_build_info in /metrics")
-        gw.send_signal(signal.SIGUSR1)
-        time.sleep(0.5)
-        gw.send_signal(signal.SIGUSR2)
-        time.sleep(0.5)
+        # Each signal once the previous one's change is logged, not after a fixed pause: a
+        # gateway that had not run by then got SIGUSR1, SIGUSR2 and SIGTERM together, and
+        # its drain (nothing in flight) stopped it before it took the SIGUSR2 (one change
+        # logged of two, shown with SIGSTOP/SIGCONT around the three signals).
+        for sig, changes in ((signal.SIGUSR1, 1), (signal.SIGUSR2, 2)):
+            gw.send_signal(sig)
+            for _ in range(300):  # hang guard, not a bound
+                if open(gw_err).read().count("log level changed") >= changes:
+                    break
+                time.sleep(0.1)
         gw.send_signal(signal.SIGTERM)
         gw.wait(timeout=30)
 
