@@ -62,6 +62,26 @@ void FaultUpstream::Handle(http::Request r, std::shared_ptr<http::ResponseWriter
   if (fault_ == Fault::kHtml404) return w->Send(404, "text/html", kHtmlPage);
   if (fault_ == Fault::kProxyJson404) return w->Send(404, "application/json", kProxyJson);
   if (fault_ == Fault::kText429) return w->Send(429, "text/plain", "slow down");
+  if (fault_ == Fault::kRateLimited429) {
+    http::Headers h;
+    h.Add("Retry-After", "7");
+    h.Add("retry-after-ms", "6500");
+    h.Add("x-should-retry", "true");
+    h.Add("x-ratelimit-remaining-requests", "0");
+    return w->Send(429, "application/json",
+                   R"({"error":{"message":"Rate limit reached for requests","type":"requests",)"
+                   R"("param":null,"code":"rate_limit_exceeded"}})",
+                   std::move(h));
+  }
+  if (fault_ == Fault::kBusy503) {
+    http::Headers h;
+    h.Add("Retry-After", "9");
+    h.Add("retry-after-ms", "soon");
+    return w->Send(503, "application/json",
+                   std::string(R"({"error":{"message":"busy at )") + kLeakedAddress +
+                       R"(","type":"server_error"}})",
+                   std::move(h));
+  }
   if (fault_ == Fault::kLeaky500) {
     return w->Send(500, "application/json",
                    std::string(R"({"error":{"message":"upstream )") + kLeakedAddress +

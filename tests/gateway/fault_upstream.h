@@ -30,6 +30,12 @@ enum class Fault {
   kProxyJson404,
   // POSTs answer 429 with text/plain "slow down" and no JSON.
   kText429,
+  // POSTs answer 429 with OpenAI's rate-limit error and its headers: Retry-After: 7,
+  // retry-after-ms: 6500, x-should-retry: true, x-ratelimit-remaining-requests: 0.
+  kRateLimited429,
+  // POSTs answer 503 with a JSON error naming kLeakedAddress, Retry-After: 9 and an
+  // unparsable retry-after-ms ("soon").
+  kBusy503,
 };
 
 // The page kHtml404 answers with, and kProxyJson404's body; both name an internal address.

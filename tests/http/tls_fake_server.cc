@@ -68,6 +68,10 @@ void TlsFakeServer::set_response(int status, std::string content_type, std::stri
   canned_type_ = std::move(content_type);
   canned_body_ = std::move(body);
 }
+void TlsFakeServer::add_response_header(std::string name, std::string value) {
+  std::lock_guard<std::mutex> l(mu_);
+  response_headers_.emplace_back(std::move(name), std::move(value));
+}
 std::string TlsFakeServer::last_header(const std::string& name) const {
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& [k, v] : headers_)
@@ -116,6 +120,7 @@ void TlsFakeServer::Serve() {
     const std::string usage =
         R"({"prompt_tokens":7,"completion_tokens":2,"total_tokens":9,"prompt_tokens_details":{"cached_tokens":0}})";
     std::unique_lock<std::mutex> lock(mu_);
+    for (const auto& [name, value] : response_headers_) res.set(name, value);
     if (canned_) {
       res.result(canned_status_);
       res.set(bhttp::field::content_type, canned_type_);

@@ -38,6 +38,8 @@ class TlsFakeServer {
   void set_status(int status) { status_ = status; }
   // Answers every request with exactly this status, content type and body.
   void set_response(int status, std::string content_type, std::string body);
+  // Adds a header to every response from now on.
+  void add_response_header(std::string name, std::string value);
   int requests() const { return requests_; }
   std::string last_authorization() const;
   std::string last_target() const;
@@ -61,6 +63,7 @@ class TlsFakeServer {
   bool canned_ = false;
   int canned_status_ = 200;
   std::string canned_type_, canned_body_;
+  std::vector<std::pair<std::string, std::string>> response_headers_;
   std::thread thread_;
 };
 

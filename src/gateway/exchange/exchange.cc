@@ -272,6 +272,8 @@ void Exchange::Attempt() {
   slot_ = decision_.endpoint;
 
   decoder_.reset();
+  upstream_retry_.reset();
+  upstream_should_retry_.clear();
   relay_raw_ = false;
   upstream_stream_error_ = false;
   assembler_.reset();

@@ -28,6 +28,7 @@
 #include "api/openai/request.h"
 #include "api/openai/response.h"
 #include "api/openai/stream_assembler.h"
+#include "api/retry_after.h"
 #include "api/sse.h"
 #include "gateway/context.h"
 #include "gateway/exchange/policy_gate.h"
@@ -48,7 +49,10 @@ namespace kinference::gateway {
 // Upstream errors: a 5xx body is logged (secrets redacted) and the client gets the
 // gateway's own message with the status class and the request id (req_.request_id, the
 // x-request-id the client gets back: one id in headers, bodies and logs); 4xx bodies are passed
-// on with secrets redacted; no message names an upstream address.
+// on with secrets redacted; no message names an upstream address. A relayed 429, 503 or 529
+// keeps the upstream's Retry-After (bounded, api/retry_after.h); a 429 is relayed, never
+// retried on another endpoint (a provider's limit is the gateway's account's, and the
+// client's SDK waits as told).
 // Accounting (config `accounting`; ctx->accounting): before the first attempt a tenant with
 // limits reserves the request's estimate (accounting/estimate.h: prompt characters / 4,
 // max_tokens or the configured output estimate, the highest price among the model's
@@ -133,6 +137,9 @@ class Exchange : public InFlightRequest,
   // once for local endpoints, retries_before_first_byte times for a provider.
   bool CanRetry() const;
   http::Headers RoutedHeaders() const;
+  // RoutedHeaders, plus the upstream's wait (upstream_retry_) when its 429, 503 or 529 is
+  // what the client gets.
+  http::Headers RelayedHeaders() const;
 
   // --- accounting (exchange.cc; see the class comment) ---
   void ReserveLimits();
@@ -224,6 +231,12 @@ class Exchange : public InFlightRequest,
   bool finished_ = false;
   int upstream_status_ = 0;
   std::string upstream_content_type_;
+  // This attempt's upstream 429, 503 or 529 asked the client to wait: its Retry-After /
+  // retry-after-ms, validated and bounded (api/retry_after.h), and x-should-retry when
+  // "true" or "false". Forwarded only with that error relayed; an attempt retried
+  // elsewhere drops them (the client's answer comes from the next endpoint).
+  std::optional<api::RetryDelay> upstream_retry_;
+  std::string upstream_should_retry_;
   std::string body_;
   api::SseParser parser_;
   std::string relay_;  // bytes for the client from the events of one upstream read

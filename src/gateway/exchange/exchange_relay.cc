@@ -17,6 +17,7 @@
 
 #include "api/anthropic/messages_request.h"
 #include "api/openai/error.h"
+#include "api/retry_after.h"
 #include "common/redact.h"
 #include "gateway/exchange/exchange.h"
 
@@ -92,6 +93,14 @@ void Exchange::OnHeaders(int status, const http::Headers& headers) {
   if (finished_) return;
   upstream_status_ = status;
   upstream_content_type_ = std::string(headers.Find("content-type"));
+  upstream_retry_.reset();
+  upstream_should_retry_.clear();
+  if (status == 429 || status == 503 || status == 529) {
+    upstream_retry_ = api::ParseRetryDelay(headers.Find("retry-after"),
+                                           headers.Find("retry-after-ms"), std::time(nullptr));
+    std::string_view should = headers.Find("x-should-retry");
+    if (should == "true" || should == "false") upstream_should_retry_ = std::string(should);
+  }
   if (status >= 500 && CanRetry()) {
     retry_pending_ = true;  // discard the error body, retry when it completes
     return;
@@ -404,14 +413,25 @@ void Exchange::OnComplete(Status status) {
   bool ok = upstream_status_ >= 200 && upstream_status_ < 400;
   SanitizeUpstreamError();
   if (codec_) {
-    codec_->SendBody(*writer_, upstream_status_, std::move(body_), RoutedHeaders());
+    codec_->SendBody(*writer_, upstream_status_, std::move(body_), RelayedHeaders());
     return Finish(ok ? routing::Outcome::kSuccess : routing::Outcome::kError,
                   ok ? "success" : "error");
   }
   writer_->Send(upstream_status_,
                 upstream_content_type_.empty() ? "application/json" : upstream_content_type_,
-                std::move(body_), RoutedHeaders());
+                std::move(body_), RelayedHeaders());
   Finish(ok ? routing::Outcome::kSuccess : routing::Outcome::kError, ok ? "success" : "error");
+}
+
+http::Headers Exchange::RelayedHeaders() const {
+  http::Headers h = RoutedHeaders();
+  if (upstream_status_ < 400) return h;
+  if (upstream_retry_) {
+    for (auto& [name, value] : api::RetryDelayHeaders(*upstream_retry_))
+      h.Add(std::move(name), std::move(value));
+  }
+  if (!upstream_should_retry_.empty()) h.Add("x-should-retry", upstream_should_retry_);
+  return h;
 }
 
 void Exchange::RecordEndpointResult(const Status& status) {
@@ -549,7 +569,7 @@ void Exchange::RelayWholeBody() {
   if (upstream_status_ >= 400) SanitizeUpstreamError();
   writer_->Send(upstream_status_,
                 upstream_content_type_.empty() ? "application/json" : upstream_content_type_,
-                std::move(body_), RoutedHeaders());
+                std::move(body_), RelayedHeaders());
   Finish(ok ? routing::Outcome::kSuccess : routing::Outcome::kError, ok ? "success" : "error");
 }
 

@@ -231,6 +231,25 @@ TEST_F(AnthropicProviderTest, ErrorsMapToEachFrontsShape) {
   EXPECT_EQ(m.body.find("Overloaded"), std::string::npos) << m.body;
 }
 
+// Anthropic's 429 reaches the client with its retry-after (what the SDK waits for) on both
+// fronts; its anthropic-ratelimit-* headers describe the gateway's account and stay.
+TEST_F(AnthropicProviderTest, RateLimitKeepsTheProvidersRetryAfter) {
+  server_->add_response_header("retry-after", "17");
+  server_->add_response_header("anthropic-ratelimit-requests-remaining", "0");
+  server_->set_response(
+      429, "application/json",
+      R"({"type":"error","error":{"type":"rate_limit_error","message":"Rate limited"}})");
+  auto m = Post(kMessages, {}, "/v1/messages");
+  EXPECT_EQ(m.status, 429) << m.body;
+  EXPECT_EQ(m.headers.Find("retry-after"), "17");
+  EXPECT_EQ(m.headers.Find("anthropic-ratelimit-requests-remaining"), "");
+  EXPECT_EQ(json::parse(m.body).at("error").at("type"), "rate_limit_error") << m.body;
+  auto r = Post(kChat);
+  EXPECT_EQ(r.status, 429) << r.body;
+  EXPECT_EQ(r.headers.Find("retry-after"), "17");
+  EXPECT_EQ(server_->requests(), 2);  // not retried
+}
+
 // A plain 500 from the provider is a bad gateway in each front's shape, in the gateway's
 // words: the class is not overload, and the provider's text never reaches the client.
 TEST_F(AnthropicProviderTest, ServerErrorIsABadGatewayWithoutTheProvidersText) {
