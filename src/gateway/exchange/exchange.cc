@@ -13,6 +13,7 @@
 #include "accounting/estimate.h"
 #include "accounting/limit_headers.h"
 #include "accounting/usage_record.h"
+#include "api/anthropic/messages_request.h"
 #include "api/openai/error.h"
 #include "common/logging.h"
 #include "common/redact.h"
@@ -318,6 +319,12 @@ void Exchange::Refused(const Status& s, int retry_after_s) {
   spdlog::info("request {}: {}", req_.request_id, s.message());
   http::Headers h;
   h.Add("Retry-After", std::to_string(retry_after_s));
+  // The pool is at capacity: on /v1/messages that is Anthropic's 529 overloaded_error (its
+  // 429 rate_limit_error means the caller's own limits, as the tenant limits' 429 here);
+  // the OpenAI fronts keep 429 rate_limit_error. Both SDKs retry either after Retry-After.
+  if (codec_)
+    return FailBeforeResponse(Status(ErrorCode::kUnavailable, s.message()), "none", "overloaded",
+                              std::move(h));
   FailBeforeResponse(s, "none", "overloaded", std::move(h));
 }
 
@@ -444,8 +451,10 @@ void Exchange::FailBeforeResponse(const Status& s, const std::string& endpoint, 
                          : !strategy_.empty()        ? strategy_
                                                      : ctx_->config.strategy;
   ctx_->stats.RecordRequest(endpoint, strategy, outcome);
-  LogAccess(outcome, HttpStatusFor(s.code()), s.message());
-  Account(outcome, HttpStatusFor(s.code()));
+  // The status the client gets: Anthropic's on /v1/messages (kUnavailable: 529).
+  const int status = codec_ ? api::anthropic::ErrorHttpStatus(s.code()) : HttpStatusFor(s.code());
+  LogAccess(outcome, status, s.message());
+  Account(outcome, status);
   if (evaluated_ && record_.outcome == "routed" && record_.endpoint.empty()) {
     record_.outcome = "error";  // evaluated, but nothing could be picked
     record_.endpoint = "none";

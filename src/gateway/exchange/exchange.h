@@ -52,7 +52,8 @@ namespace kinference::gateway {
 // on with secrets redacted; no message names an upstream address. A relayed 429, 503 or 529
 // keeps the upstream's Retry-After (bounded, api/retry_after.h); a 429 is relayed, never
 // retried on another endpoint (a provider's limit is the gateway's account's, and the
-// client's SDK waits as told).
+// client's SDK waits as told). On /v1/messages overload (503, 529, overloaded_error, the
+// gateway's own full queue or no healthy endpoint) is 529 overloaded_error.
 // Accounting (config `accounting`; ctx->accounting): before the first attempt a tenant with
 // limits reserves the request's estimate (accounting/estimate.h: prompt characters / 4,
 // max_tokens or the configured output estimate, the highest price among the model's

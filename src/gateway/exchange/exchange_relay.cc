@@ -497,13 +497,12 @@ void Exchange::SanitizeUpstreamError() {
                      : upstream_status_ >= 500 ? "api_error"
                                                : OpenAiTypeForUpstream4xx(upstream_status_);
   if (relay_raw_) {
-    // Passthrough to /v1/messages: Anthropic's shape, and its 529 for an upstream 529.
-    body_ = api::anthropic::ErrorBody(
-        overloaded                ? "overloaded_error"
-        : upstream_status_ >= 500 ? "api_error"
-                                  : api::anthropic::ErrorTypeForHttpStatus(upstream_status_),
-        message);
-    if (!(overloaded && upstream_status_ == 529)) upstream_status_ = status;
+    // Passthrough to /v1/messages: Anthropic's statuses and types, as on the translated
+    // path (api::anthropic::TranslateResponse): overload (529, 503, overloaded_error) is
+    // 529 overloaded_error, 504 timeout_error, other 5xx 502 api_error.
+    upstream_status_ = overloaded || upstream_status_ == 503 ? 529 : status;
+    body_ = api::anthropic::ErrorBody(api::anthropic::ErrorTypeForHttpStatus(upstream_status_),
+                                      message);
   } else {
     body_ = boost::json::serialize(boost::json::object{
         {"error",

@@ -1,5 +1,5 @@
 // The gateway under pressure and against misbehaving upstreams (docs/reliability.md):
-// admission control (queue, 429 + Retry-After in each API's shape), backpressure on slow
+// admission control (queue, 429 / 529 + Retry-After in each API's shape), backpressure on slow
 // readers, passive health and stale metrics, upstream error hygiene, counting a retried
 // request once, liveness and readiness, and the inputs the fronts refuse.
 #include <gtest/gtest.h>
@@ -90,8 +90,9 @@ class ReliabilityTest : public testing::GatewayHarness {
 };
 
 // One slot, one queue place: the second request waits and is served when the first ends;
-// the third is refused at once with 429 and Retry-After in each API's shape.
-TEST_F(ReliabilityTest, FullPoolQueuesThenRefusesWith429AndRetryAfter) {
+// the third is refused at once with Retry-After in each API's shape: 429 rate_limit_error
+// on the OpenAI fronts, Anthropic's overload (529 overloaded_error) on /v1/messages.
+TEST_F(ReliabilityTest, FullPoolQueuesThenRefusesWithRetryAfterInEachApisShape) {
   auto& hang = AddFake(FakeMode::kHang);
   GatewayConfig c = Config({Url(hang.port())});
   c.pools[0].max_in_flight = 1;
@@ -111,11 +112,12 @@ TEST_F(ReliabilityTest, FullPoolQueuesThenRefusesWith429AndRetryAfter) {
   EXPECT_EQ(json::parse(refused.body).at("error").at("type").as_string(), "rate_limit_error");
 
   auto refused_anthropic = Post(kMessages, {}, "/v1/messages");
-  EXPECT_EQ(refused_anthropic.status, 429);
-  EXPECT_FALSE(refused_anthropic.headers.Find("Retry-After").empty());
+  EXPECT_EQ(refused_anthropic.status, 529);
+  EXPECT_EQ(refused_anthropic.headers.Find("Retry-After"), refused.headers.Find("Retry-After"));
   auto body = json::parse(refused_anthropic.body);
   EXPECT_EQ(body.at("type").as_string(), "error");
-  EXPECT_EQ(body.at("error").at("type").as_string(), "rate_limit_error");
+  EXPECT_EQ(body.at("error").at("type").as_string(), "overloaded_error");
+  EXPECT_NE(body.at("error").at("message").as_string().find("at capacity"), std::string::npos);
 
   FinishHeld(hang);  // the first ends; the second is dispatched and held
   EXPECT_EQ(first.get().status, 200);

@@ -231,6 +231,23 @@ TEST_F(AnthropicProviderTest, ErrorsMapToEachFrontsShape) {
   EXPECT_EQ(m.body.find("Overloaded"), std::string::npos) << m.body;
 }
 
+// A 503 from in front of the provider (a proxy, a load balancer) is overload on
+// /v1/messages, 529 overloaded_error as on the translated path; 504 is timeout_error.
+TEST_F(AnthropicProviderTest, PassthroughUnavailableIsOverloadedAndTimeoutIsTimeoutError) {
+  server_->set_response(503, "application/json",
+                        R"({"type":"error","error":{"type":"api_error","message":"at 10.0.0.7"}})");
+  auto m = Post(kMessages, {}, "/v1/messages");
+  EXPECT_EQ(m.status, 529) << m.body;
+  EXPECT_EQ(json::parse(m.body).at("error").at("type"), "overloaded_error") << m.body;
+  EXPECT_EQ(m.body.find("10.0.0.7"), std::string::npos) << m.body;
+  auto r = Post(kChat);
+  EXPECT_EQ(r.status, 503) << r.body;  // the OpenAI front's status for it
+  server_->set_response(504, "text/html", "<html>gateway timeout</html>");
+  auto t = Post(kMessages, {}, "/v1/messages");
+  EXPECT_EQ(t.status, 504) << t.body;
+  EXPECT_EQ(json::parse(t.body).at("error").at("type"), "timeout_error") << t.body;
+}
+
 // Anthropic's 429 reaches the client with its retry-after (what the SDK waits for) on both
 // fronts; its anthropic-ratelimit-* headers describe the gateway's account and stay.
 TEST_F(AnthropicProviderTest, RateLimitKeepsTheProvidersRetryAfter) {
