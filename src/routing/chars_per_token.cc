@@ -8,6 +8,7 @@ void CharsPerToken::Observe(size_t chars, int tokens) {
   double prior_c = kPriorRatio * kPriorTokens;
   chars_ = prior_c + (chars_ - prior_c) * kDecay + static_cast<double>(chars);
   tokens_ = kPriorTokens + (tokens_ - kPriorTokens) * kDecay + tokens;
+  observed_ = true;
 }
 
 }  // namespace kinference::routing

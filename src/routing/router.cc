@@ -40,12 +40,24 @@ class Router::Impl {
     if (config.block_chars == 0) config.block_chars = 128;
   }
 
-  size_t CapacityBlocks(const EndpointState& e) const {
+  // The engine's KV cache in tokens (cache_config_info), kDefaultCapacityTokens unknown.
+  static double KvTokens(const EndpointState& e) {
     double tokens = EndpointState::kDefaultCapacityTokens;
     if (e.metrics && e.metrics->block_size && e.metrics->num_gpu_blocks)
       tokens = static_cast<double>(*e.metrics->block_size) * *e.metrics->num_gpu_blocks;
-    double chars = Cpt(e.info.model).ToChars(tokens);
+    return tokens;
+  }
+  // What the prefix index may hold before it forgets (LRU), in index blocks: sized
+  // generously until the chars/token ratio is learned (CharsPerToken::CapacityChars).
+  size_t CapacityBlocks(const EndpointState& e) const {
+    double chars = Cpt(e.info.model).CapacityChars(KvTokens(e));
     return std::max<size_t>(1, static_cast<size_t>(chars / config.block_chars));
+  }
+  // How many index blocks the cache holds by the current estimate of the ratio (the
+  // prior's before any finished request): what the eviction and fill terms measure
+  // against, so that sizing the index generously does not hide a full cache.
+  double RoomBlocks(const EndpointState& e) const {
+    return std::max(1.0, Cpt(e.info.model).ToChars(KvTokens(e)) / config.block_chars);
   }
 
   const CharsPerToken& Cpt(const std::string& model) const {
@@ -88,11 +100,10 @@ class Router::Impl {
                                : ratio.ToTokens(static_cast<double>(f.prompt_chars));
     // Cache occupancy: the precise index's engine blocks against the engine's
     // num_gpu_blocks when both are known, else the approximate index's belief.
-    double free_tokens = ratio.ToTokens(std::max(0.0, static_cast<double>(e.index.capacity()) -
-                                                          static_cast<double>(e.index.size())) *
+    const double room = std::min(RoomBlocks(e), static_cast<double>(e.index.capacity()));
+    double free_tokens = ratio.ToTokens(std::max(0.0, room - static_cast<double>(e.index.size())) *
                                         static_cast<double>(config.block_chars));
-    double fill = static_cast<double>(e.index.size()) /
-                  static_cast<double>(std::max<size_t>(1, e.index.capacity()));
+    double fill = static_cast<double>(e.index.size()) / room;
     if (UsePrecise(f, e)) {
       v.precise = true;
       const int bs = f.engine_block_size;

@@ -367,15 +367,52 @@ TEST_F(RouterTest, OtherTrafficFromScrapedMetrics) {
 TEST_F(RouterTest, CapacityFromCacheConfigBoundsTheIndex) {
   MetricsSnapshot m;
   m.block_size = 16;
-  m.num_gpu_blocks = 100;  // 1600 tokens = 6400 chars = 50 index blocks
+  m.num_gpu_blocks = 100;  // 1600 tokens
   router.ObserveMetrics("a", m, 0);
   std::string p1 = Text(21, 1280);  // 40 blocks of 128 chars
   std::string p2 = Text(22, 1280);
   DispatchTo("a", Req("1", p1), 0);
   DispatchTo("a", Req("2", p2), 0);
+  // A finished request shows 4 chars/token: 1600 tokens = 6400 chars = 50 index blocks.
+  router.OnFinished("2", Usage{1280, 0, 5}, Outcome::kSuccess, 0.5);
   Decision d = Pick(Req("q", p1), "prefix", 1);
   EXPECT_DOUBLE_EQ(Cand(d, "a").matched_tokens, 10 * 128 / 4.0);  // 30 blocks evicted
   EXPECT_DOUBLE_EQ(Cand(Pick(Req("q", p2), "prefix", 1), "a").matched_tokens, 1280);
+}
+
+// Until a finished request shows the chars/token ratio, the index is sized at twice the
+// prior's ratio (CharsPerToken::kCapacityPriorRatio): forgetting what the engine holds
+// is never corrected, believing in what it evicted is, by the first usage. The eviction
+// and fill terms still measure the cache at the prior's ratio.
+TEST_F(RouterTest, IndexKeepsWhatTheCacheMayHoldUntilTheRatioIsKnown) {
+  MetricsSnapshot m;
+  m.block_size = 16;
+  m.num_gpu_blocks = 100;  // 1600 tokens: 50 index blocks at 4 chars/token, 100 at 8
+  router.ObserveMetrics("a", m, 0);
+  std::string p1 = Text(21, 1280);  // 40 blocks of 128 chars
+  std::string p2 = Text(22, 1280);
+  DispatchTo("a", Req("1", p1), 0);
+  DispatchTo("a", Req("2", p2), 0);
+  EXPECT_DOUBLE_EQ(Cand(Pick(Req("q", p1), "prefix", 1), "a").matched_tokens, 1280);
+  EXPECT_DOUBLE_EQ(Cand(Pick(Req("q", p2), "prefix", 1), "a").matched_tokens, 1280);
+  // A third, cold prompt of 1280 tokens: the cache (50 blocks at the prior's ratio) is
+  // full, so all of it pushes cached prefixes out. Seen through the predicted-ttft score
+  // with reuse 0 (nothing dispatched so far found a hit): the eviction term is 0, so
+  // check the view through a dispatch that reuses p1 first.
+  auto again = Req("1b", p1);
+  router.OnDispatched(again, Pick(again, "prefix", 1), 1);
+  Decision d = Pick(Req("c", Text(23, 1280)), "", 2);
+  const auto& c = Cand(d, "a");
+  const double own = c.predicted_ttft_s - c.queue_wait_s - TtftPredictor::PriorCoefficients()[0];
+  const double reuse = 0.05;  // 1b found all of its 1280 tokens cached
+  // evicted = uncached (1280 tokens, all of it), fill = 1 (80 blocks against 50); load 1
+  // (three requests await a first token on a, none on b).
+  EXPECT_NEAR(c.score - c.predicted_ttft_s, own * reuse * (1280.0 / 1280 + 1.0), 1e-6);
+  // Once a finished request shows 4 chars/token, the index shrinks to 50 blocks.
+  router.OnFinished("2", Usage{1280, 0, 5}, Outcome::kSuccess, 3);
+  EXPECT_LT(Cand(Pick(Req("q", p1), "prefix", 4), "a").matched_tokens +
+                Cand(Pick(Req("q", p2), "prefix", 4), "a").matched_tokens,
+            50 * 128 / 4.0 + 1);
 }
 
 TEST_F(RouterTest, UsageCorrectsTheIndex) {
