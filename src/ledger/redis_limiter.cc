@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 
 #include "accounting/calendar.h"
 
@@ -254,21 +255,27 @@ class RedisLimiter::Connection {
 };
 
 RedisLimiter::RedisLimiter(accounting::RedisConfig config, double lease_s, Post post, int workers)
-    : config_(std::move(config)), lease_s_(lease_s), post_(std::move(post)) {
-  for (int i = 0; i < std::max(1, workers); ++i) workers_.emplace_back([this] { Work(); });
+    : config_(std::move(config)),
+      lease_s_(lease_s),
+      post_(std::move(post)),
+      max_pending_per_shard_(std::max<size_t>(1, kMaxPending / std::max(1, workers))) {
+  for (int i = 0; i < std::max(1, workers); ++i) shards_.push_back(std::make_unique<Shard>());
+  for (auto& s : shards_) s->thread = std::thread([this, &shard = *s] { Work(shard); });
 }
 
 RedisLimiter::~RedisLimiter() { Stop(); }
 
 void RedisLimiter::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return;
-    stopping_ = true;
+  if (stopped_.exchange(true)) return;
+  for (auto& s : shards_) {
+    {
+      std::lock_guard<std::mutex> lock(s->mu);
+      s->stopping = true;
+    }
+    s->cv.notify_all();
   }
-  cv_.notify_all();
-  for (auto& t : workers_)
-    if (t.joinable()) t.join();
+  for (auto& s : shards_)
+    if (s->thread.joinable()) s->thread.join();
 }
 
 RedisLimiterStats RedisLimiter::stats() const {
@@ -305,11 +312,13 @@ void RedisLimiter::Settle(const accounting::Reservation& r, const accounting::Am
 }
 
 void RedisLimiter::Enqueue(Job job) {
+  // Same tenant, same worker: its jobs run in the order they were queued.
+  Shard& shard = *shards_[std::hash<std::string>{}(job.tenant) % shards_.size()];
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_ && jobs_.size() < kMaxPending) {
-      jobs_.push_back(std::move(job));
-      cv_.notify_one();
+    std::lock_guard<std::mutex> lock(shard.mu);
+    if (!shard.stopping && shard.jobs.size() < max_pending_per_shard_) {
+      shard.jobs.push_back(std::move(job));
+      shard.cv.notify_one();
       return;
     }
   }
@@ -317,16 +326,16 @@ void RedisLimiter::Enqueue(Job job) {
   DecideUnavailable(job);
 }
 
-void RedisLimiter::Work() {
+void RedisLimiter::Work(Shard& shard) {
   Connection conn(config_);
   for (;;) {
     Job job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-      if (jobs_.empty()) return;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
+      std::unique_lock<std::mutex> lock(shard.mu);
+      shard.cv.wait(lock, [&] { return shard.stopping || !shard.jobs.empty(); });
+      if (shard.jobs.empty()) return;
+      job = std::move(shard.jobs.front());
+      shard.jobs.pop_front();
     }
     Decide(conn, job);
   }

@@ -26,9 +26,13 @@
 // reach Redis are dropped and counted: the buckets refill by themselves, and the
 // concurrency slot is freed when its lease ends.
 //
-// Threads: `workers` threads, each with its own connection, take jobs from one bounded
-// queue (kMaxPending); Done callbacks are handed to `post` (the gateway posts them to its
-// io_context), never run on the caller's stack.
+// Threads: `workers` threads, each with its own connection and its own bounded queue
+// (kMaxPending / workers jobs). A tenant's jobs all go to one worker, chosen by a hash of
+// the tenant, and run in the order they were queued: a reservation queued after a
+// settlement of the same tenant sees it applied (a client sending one request at a time
+// under max_concurrent_requests 1 finds its previous slot free), as with LocalLimiter.
+// Different tenants spread over the workers. Done callbacks are handed to `post` (the
+// gateway posts them to its io_context), never run on the caller's stack.
 //
 // Thread-safety: Reserve, Settle and stats are safe from any thread.
 #pragma once
@@ -38,6 +42,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -59,6 +64,7 @@ struct RedisLimiterStats {
 class RedisLimiter final : public accounting::Limiter {
  public:
   using Post = std::function<void(std::function<void()>)>;
+  // Jobs queued at most, over all workers (each holds kMaxPending / workers).
   static constexpr size_t kMaxPending = 10000;
 
   RedisLimiter(accounting::RedisConfig config, double lease_s, Post post, int workers = 2);
@@ -86,8 +92,16 @@ class RedisLimiter final : public accounting::Limiter {
     Done done;
   };
   class Connection;
+  // One worker: its queue (FIFO) and thread.
+  struct Shard {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Job> jobs;
+    bool stopping = false;
+    std::thread thread;
+  };
 
-  void Work();
+  void Work(Shard& shard);
   void Enqueue(Job job);
   void Decide(Connection& conn, Job& job);
   void DecideUnavailable(Job& job);
@@ -96,11 +110,9 @@ class RedisLimiter final : public accounting::Limiter {
   const accounting::RedisConfig config_;
   const double lease_s_;
   const Post post_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Job> jobs_;
-  bool stopping_ = false;
-  std::vector<std::thread> workers_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  size_t max_pending_per_shard_;
+  std::atomic<bool> stopped_{false};
   std::atomic<int64_t> down_until_ms_{0};  // steady-clock ms; no Redis call before then
 
   std::atomic<uint64_t> checks_{0}, unavailable_{0}, settle_dropped_{0}, errors_{0};
