@@ -6,6 +6,7 @@ the request that put it there; the hit it expected (x-kinference-matched-tokens)
 vLLM reports (usage.prompt_tokens_details.cached_tokens)."""
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 
@@ -81,6 +82,7 @@ pools:
             proc.kill()
             proc.wait()
         log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def tokens(cluster, text):

@@ -13,6 +13,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -39,11 +40,27 @@ using kinference::testing::ChildProcess;
 using kinference::testing::LaunchKinference;
 using ledger::testutil::SharedRedis;
 
+std::string TempPrefix() { return "acct-" + std::to_string(getpid()) + "-"; }
+
 std::string TempPath(const std::string& name) {
   static std::atomic<int> n{0};
-  return ::testing::TempDir() + "/acct-" + std::to_string(getpid()) + "-" + std::to_string(n++) +
-         "-" + name;
+  return ::testing::TempDir() + "/" + TempPrefix() + std::to_string(n++) + "-" + name;
 }
+
+// Removes this process's TempPath files (configs, databases, spools) once every test has
+// run and its gateways are gone: repeated runs would otherwise fill /tmp.
+class RemoveTempPaths : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(::testing::TempDir(), ec)) {
+      if (e.path().filename().string().starts_with(TempPrefix()))
+        std::filesystem::remove_all(e.path(), ec);
+    }
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kRemoveTempPaths =
+    ::testing::AddGlobalTestEnvironment(new RemoveTempPaths);
 
 std::unique_ptr<ChildProcess> StartGateway(const std::string& yaml) {
   const std::string path = TempPath("gateway.yaml");
