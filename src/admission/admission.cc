@@ -125,13 +125,20 @@ bool AdmissionController::AnyRoom(const Entry& e) const {
                      [&](const std::string& c) { return HasRoom(c); });
 }
 
-size_t PickByAffinity(std::span<const double> affinity, int first_passed_over) {
+size_t PickByAffinity(std::span<const double> affinity, std::span<const double> anywhere,
+                      int first_passed_over) {
   if (affinity.empty() || first_passed_over >= kMaxPassOvers) return 0;
   size_t pick = 0;
   for (size_t i = 1; i < affinity.size(); ++i) {
     if (affinity[i] > affinity[pick]) pick = i;
   }
-  return pick;
+  if (affinity[pick] > 0) return pick;
+  // No hit where there is room: the earliest waiter no endpoint caches goes (its prefill
+  // costs the same anywhere); one cached elsewhere keeps waiting for its endpoint.
+  for (size_t i = 0; i < affinity.size() && i < anywhere.size(); ++i) {
+    if (anywhere[i] <= 0) return i;
+  }
+  return 0;
 }
 
 int AdmissionController::TenantLoad(const std::string& tenant) const {
@@ -158,6 +165,7 @@ std::optional<TicketId> AdmissionController::NextAdmissible(const AffinityFn& af
     // (priority and tenant load) that may go now.
     std::vector<std::vector<Entry>::iterator> window;
     std::vector<double> values;
+    std::vector<double> anywhere;
     for (auto it = best; it != queue_.end() && window.size() < kAffinityWindow; ++it) {
       if (it->waiter.priority != best->waiter.priority ||
           TenantLoad(it->waiter.tenant) != best_tenant_load)
@@ -166,8 +174,11 @@ std::optional<TicketId> AdmissionController::NextAdmissible(const AffinityFn& af
       if (room.empty()) continue;
       window.push_back(it);
       values.push_back(affinity(it->waiter.id, room));
+      anywhere.push_back(room.size() == it->waiter.candidates.size()
+                             ? values.back()
+                             : affinity(it->waiter.id, it->waiter.candidates));
     }
-    size_t pick = PickByAffinity(values, best->passed_over);
+    size_t pick = PickByAffinity(values, anywhere, best->passed_over);
     if (pick != 0) {
       ++best->passed_over;
       best = window[pick];

@@ -27,7 +27,10 @@
 //    expected prefix-cache hit of a waiter on the endpoints with room, in tokens), the
 //    waiter admitted is the one of the first kAffinityWindow waiters of that order (same
 //    priority and tenant load as the first) whose prompt an endpoint with room caches
-//    most; ties and no hit anywhere keep the order. A waiter passed over kMaxPassOvers
+//    most, the earliest among equals. When an endpoint with room caches none of them, the
+//    earliest waiter that no endpoint caches goes (its prefill costs the same anywhere),
+//    so a waiter cached on a full endpoint keeps waiting for it; when every one is cached
+//    elsewhere the order is kept. A waiter passed over kMaxPassOvers
 //    times goes next whatever the others' affinity, so none is delayed by more than that
 //    many admissions. Why: under overload every slot that frees went to the oldest waiter
 //    whatever the freed endpoint caches, so every strategy degraded to random placement
@@ -65,11 +68,13 @@ inline constexpr int kDerive = -1;
 inline constexpr int kMinHeadroom = 2;
 inline constexpr int kHeadroomDivisor = 4;
 // Cache affinity (header comment). Our choices, measured in the simulator's overload
-// scenario (docs/reliability.md): a window of 16 waiters finds one that some freed endpoint
-// caches among the shared-prefix groups of a busy pool, and 16 pass-overs bound the
-// reordering's cost to the waiter at the head to 16 admissions.
-inline constexpr size_t kAffinityWindow = 16;
-inline constexpr int kMaxPassOvers = 16;
+// scenario (docs/reliability.md, "Cache affinity"): a window of 64 waiters finds one that
+// the freed endpoint caches, or one no endpoint caches, among the shared-prefix groups of a
+// busy pool (16: 1.22 / 1.38 requests/s served at 1.5x / 3x; 64: 1.50 / 1.71), and 32
+// pass-overs bound the reordering's cost to the waiter at the head to 32 admissions (16 and
+// 64 served 1.43 / 1.58 and 1.51 / 1.71).
+inline constexpr size_t kAffinityWindow = 64;
+inline constexpr int kMaxPassOvers = 32;
 
 struct Options {
   int max_queue = 256;           // waiters per pool (requests)
@@ -86,16 +91,20 @@ struct Waiter {
   std::vector<std::string> candidates;  // endpoint ids it may use (policies applied)
 };
 
-// Affinity of waiter `id` for `with_room` (its candidate endpoints that have room now):
+// Affinity of waiter `id` for `with_room` (its candidate endpoints that have room now, or
+// all its candidates to learn whether any endpoint caches it):
 // larger is better, 0 for none (tokens of expected prefix-cache hit, for the gateway).
 using AffinityFn = std::function<double(TicketId id, std::span<const std::string> with_room)>;
 
-// Which waiter of an affinity window to admit: `affinity` holds the window's values in
-// admission order (the waiter that would go first without affinity at 0). Returns the
-// position of the largest, the earliest among equals, or 0 when the first has been passed
-// over kMaxPassOvers times already (`first_passed_over`). Shared by the controller and the
-// simulator's gateway queue.
-size_t PickByAffinity(std::span<const double> affinity, int first_passed_over);
+// Which waiter of an affinity window to admit: `affinity` holds the window's values on the
+// endpoints with room in admission order (the waiter that would go first without affinity
+// at 0), `anywhere` the same waiters' values on all their candidates (room or not).
+// Returns the position of the largest affinity, the earliest among equals; when every
+// affinity is 0, the earliest waiter whose `anywhere` is 0 (no endpoint caches it), else 0;
+// and 0 whenever the first has been passed over kMaxPassOvers times already
+// (`first_passed_over`). Shared by the controller and the simulator's gateway queue.
+size_t PickByAffinity(std::span<const double> affinity, std::span<const double> anywhere,
+                      int first_passed_over);
 
 enum class EnqueueOutcome { kQueued, kRefused };
 

@@ -101,6 +101,7 @@ void Runner::DrainQueue(size_t gi, double L) {
     if (OpenCandidates(g, reqs_.at(g.queue.front())).empty()) return;
     std::vector<size_t> window;
     std::vector<double> affinity;
+    std::vector<double> anywhere;
     for (size_t k = 0; k < g.queue.size() && window.size() < admission::kAffinityWindow; ++k) {
       const Req& r = reqs_.at(g.queue[k]);
       std::vector<std::string> open = OpenCandidates(g, r);
@@ -110,9 +111,21 @@ void Runner::DrainQueue(size_t gi, double L) {
         hit = std::max(hit, c.matched_tokens);
       window.push_back(k);
       affinity.push_back(hit);
+      std::vector<std::string> all;
+      for (size_t i = 0; i < replicas_.size(); ++i) {
+        if (replicas_[i].in_router && g.healthy[i] &&
+            std::find(r.tried.begin(), r.tried.end(), replicas_[i].spec.id) == r.tried.end())
+          all.push_back(replicas_[i].spec.id);
+      }
+      double hit_anywhere = hit;
+      if (all.size() != open.size()) {
+        for (const auto& c : g.router->Score(r.features, all, now_))
+          hit_anywhere = std::max(hit_anywhere, c.matched_tokens);
+      }
+      anywhere.push_back(hit_anywhere);
     }
     Req& first = reqs_.at(g.queue.front());
-    size_t pick = admission::PickByAffinity(affinity, first.passed_over);
+    size_t pick = admission::PickByAffinity(affinity, anywhere, first.passed_over);
     if (pick != 0) ++first.passed_over;
     const size_t idx = g.queue[window[pick]];
     g.queue.erase(g.queue.begin() + static_cast<std::ptrdiff_t>(window[pick]));

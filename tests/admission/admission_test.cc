@@ -164,12 +164,55 @@ TEST(Admission, AffinityNeverOvertakesPriorityOrTenantFairness) {
 }
 
 TEST(Admission, PickByAffinityTakesTheLargestEarliestUnlessTheFirstWaitedEnough) {
-  EXPECT_EQ(PickByAffinity(std::vector<double>{}, 0), 0u);
-  EXPECT_EQ(PickByAffinity(std::vector<double>{0, 0, 0}, 0), 0u);
-  EXPECT_EQ(PickByAffinity(std::vector<double>{5, 7, 7}, 0), 1u);
-  EXPECT_EQ(PickByAffinity(std::vector<double>{7, 7, 2}, 0), 0u);
-  EXPECT_EQ(PickByAffinity(std::vector<double>{0, 7}, kMaxPassOvers - 1), 1u);
-  EXPECT_EQ(PickByAffinity(std::vector<double>{0, 7}, kMaxPassOvers), 0u);
+  using V = std::vector<double>;
+  EXPECT_EQ(PickByAffinity(V{}, V{}, 0), 0u);
+  EXPECT_EQ(PickByAffinity(V{0, 0, 0}, V{0, 0, 0}, 0), 0u);
+  EXPECT_EQ(PickByAffinity(V{5, 7, 7}, V{5, 7, 7}, 0), 1u);
+  EXPECT_EQ(PickByAffinity(V{7, 7, 2}, V{7, 7, 2}, 0), 0u);
+  EXPECT_EQ(PickByAffinity(V{0, 7}, V{0, 7}, kMaxPassOvers - 1), 1u);
+  EXPECT_EQ(PickByAffinity(V{0, 7}, V{0, 7}, kMaxPassOvers), 0u);
+}
+
+TEST(Admission, PickByAffinityPrefersAWaiterNoEndpointCachesOverOneCachedElsewhere) {
+  using V = std::vector<double>;
+  // No hit where there is room: the earliest waiter cached nowhere goes.
+  EXPECT_EQ(PickByAffinity(V{0, 0, 0}, V{9, 0, 0}, 0), 1u);
+  EXPECT_EQ(PickByAffinity(V{0, 0, 0}, V{9, 9, 0}, 0), 2u);
+  // Every one cached elsewhere: the order is kept.
+  EXPECT_EQ(PickByAffinity(V{0, 0}, V{9, 9}, 0), 0u);
+  // A hit where there is room still wins.
+  EXPECT_EQ(PickByAffinity(V{0, 0, 3}, V{9, 0, 3}, 0), 2u);
+  // The first waited enough: it goes even if cold here.
+  EXPECT_EQ(PickByAffinity(V{0, 0}, V{9, 0}, kMaxPassOvers), 0u);
+}
+
+TEST(Admission, AWaiterCachedOnAnotherEndpointIsNotSentColdToTheFreedOneWhileAnUncachedIsQueued) {
+  AdmissionController ac;
+  ac.SetEndpoint("a/0", "a", 1);
+  ac.SetEndpoint("a/1", "a", 1);
+  ac.OnDispatched("a/0", "t");
+  ac.OnDispatched("a/1", "t");
+  for (TicketId id = 1; id <= 4; ++id) ac.Enqueue(W(id, "t", 0, {"a/0", "a/1"}, id), 0);
+  // Waiters 1 and 2 are cached on a/1 (full); 3 and 4 nowhere.
+  auto affinity = [](TicketId id, std::span<const std::string> endpoints) {
+    double hit = 0;
+    for (const auto& e : endpoints)
+      if ((id == 1 || id == 2) && e == "a/1") hit = 900;
+    return hit;
+  };
+  ac.OnFinished("a/0", "t", 1);
+  EXPECT_EQ(ac.NextAdmissible(affinity), std::optional<TicketId>(3));
+  ac.OnDispatched("a/0", "t");
+  ac.OnFinished("a/0", "t", 2);
+  EXPECT_EQ(ac.NextAdmissible(affinity), std::optional<TicketId>(4));
+  ac.OnDispatched("a/0", "t");
+  // a/1 frees: its cached waiters go there in order.
+  ac.OnFinished("a/1", "t", 3);
+  EXPECT_EQ(ac.NextAdmissible(affinity), std::optional<TicketId>(1));
+  ac.OnDispatched("a/1", "t");
+  // Only waiters cached elsewhere left and a/0 frees: the order is kept (the slot is used).
+  ac.OnFinished("a/0", "t", 4);
+  EXPECT_EQ(ac.NextAdmissible(affinity), std::optional<TicketId>(2));
 }
 
 TEST(Admission, FullQueueShedsALowerPriorityWaiterOrRefusesTheArrival) {
