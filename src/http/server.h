@@ -112,6 +112,13 @@ struct ServerOptions {
   // read (none for a request line that did not parse): the gateway adds x-request-id, so
   // that a client can quote even these errors (added). Unset: none.
   std::function<Headers(const Headers& request_headers)> error_headers;
+  // Called when a request's header has arrived, before any byte of its body is read, with
+  // the request as far as known (method, target, path, headers; no body) (added). A non-OK
+  // status is answered at once like the server's own errors (error_body, error_headers,
+  // HttpStatusFor) and the connection closed, its body drained unread, so that a request
+  // refused on its header (e.g. no valid key) does not first buffer up to max_body_bytes.
+  // Unset or OK: the body is read and the request routed as usual.
+  std::function<Status(const Request& head)> header_check;
   // Non-empty: clients must present a certificate that verifies against this PEM CA
   // bundle (mutual TLS); handshakes without one fail.
   std::string tls_client_ca_file;

@@ -282,6 +282,17 @@ class Session : public std::enable_shared_from_this<Session> {
     idle_timer_.cancel();
     if (ec) return OnReadError(ec);
     const auto& req = parser_->get();
+    if (server_->options_.header_check) {
+      Request head;
+      head.method = std::string(req.method_string());
+      head.target = std::string(req.target());
+      head.path = head.target.substr(0, head.target.find('?'));
+      head.headers = ParsedHeaders();
+      if (Status s = server_->options_.header_check(head); !s.ok()) {
+        head_only_ = req.method() == bhttp::verb::head;
+        return SendErrorAndClose(s, head.path, std::move(head.headers));
+      }
+    }
     if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
       Queue("HTTP/1.1 100 Continue\r\n\r\n", false);
     }

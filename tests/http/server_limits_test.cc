@@ -1,6 +1,9 @@
 // ServerOptions::max_connections: at the limit the server stops accepting; a connection
-// that closes lets the next one in.
+// that closes lets the next one in. ServerOptions::header_check: a request refused on its
+// header is answered before its body is read.
 #include <gtest/gtest.h>
+
+#include <atomic>
 
 #include "server_fixture.h"
 
@@ -57,6 +60,38 @@ TEST_F(LimitsTest, AtMaxConnectionsTheNextClientWaitsUntilOneCloses) {
   size_t n = c.read_some(boost::asio::buffer(buf), ec);
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_NE(std::string(buf, n).find("200 OK"), std::string::npos);
+}
+
+// The check refuses on the header alone: the client announces 10 MiB and sends none of
+// it, yet gets the refusal (in the server's error shape, 100-continue not sent) and the
+// connection closes; the handler never runs.
+TEST_F(LimitsTest, HeaderCheckRefusesBeforeTheBodyIsRead) {
+  std::atomic<int> handled{0};
+  setup_ = [&](Server& s) {
+    s.Route("POST", "/up", [&](Request, std::shared_ptr<ResponseWriter> w) {
+      ++handled;
+      w->Send(200, "text/plain", "ok");
+    });
+  };
+  ServerOptions o;
+  o.header_check = [](const Request& head) {
+    if (head.headers.Find("authorization") == "let me in") return Status::Ok();
+    return Status(ErrorCode::kUnauthenticated, "no key for " + head.method + " " + head.path);
+  };
+  StartServer(o);
+  std::string got = RawExchange(
+      "POST /up?x=1 HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+      "Content-Length: 10485760\r\n\r\n");
+  EXPECT_NE(got.find("HTTP/1.1 401"), std::string::npos) << got;
+  EXPECT_NE(got.find("no key for POST /up"), std::string::npos) << got;
+  EXPECT_EQ(got.find("100 Continue"), std::string::npos) << got;
+  EXPECT_EQ(handled.load(), 0);
+  // Passing the check, the body is read and routed as usual.
+  got = RawExchange(
+      "POST /up HTTP/1.1\r\nHost: x\r\nauthorization: let me in\r\nContent-Length: 2\r\n"
+      "Connection: close\r\n\r\nhi");
+  EXPECT_NE(got.find("HTTP/1.1 200"), std::string::npos) << got;
+  EXPECT_EQ(handled.load(), 1);
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // anonymous traffic, the trusted tenant header, and the tenant label on token counters.
 #include <gtest/gtest.h>
 
+#include <boost/asio.hpp>
 #include <boost/json.hpp>
+#include <cstdint>
 
 #include "fake_upstream.h"
 #include "gateway/front/tenants.h"
@@ -60,6 +62,51 @@ TEST_F(TenantsProxyTest, MissingKeyIs401InOpenAiShape) {
   EXPECT_EQ(fake_->requests(), 0);
   EXPECT_EQ(Call("GET", "/v1/models").status, 401);
   EXPECT_EQ(Call("GET", "/v1/models", {}, Bearer("sk-acme")).status, 200);
+}
+
+// Sends a request header announcing `length` body bytes and none of them; returns what
+// the gateway answers before closing.
+std::string HeaderOnly(uint16_t port, const std::string& path, size_t length,
+                       const std::string& extra = "") {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket s(io);
+  s.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  std::string head = "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+                     extra + "Content-Length: " + std::to_string(length) + "\r\n\r\n";
+  boost::asio::write(s, boost::asio::buffer(head));
+  std::string got;
+  char buf[4096];
+  boost::system::error_code ec;
+  while (true) {
+    size_t n = s.read_some(boost::asio::buffer(buf), ec);
+    if (ec) break;
+    got.append(buf, n);
+  }
+  return got;
+}
+
+// A large body (over 64 KiB) without a valid key is refused on its header, before any of
+// it is read: an unauthenticated client cannot make the gateway buffer max_body_bytes.
+TEST_F(TenantsProxyTest, LargeBodyWithoutValidKeyIsRefusedBeforeItIsRead) {
+  StartWith(Keys());
+  std::string r = HeaderOnly(port_, "/v1/chat/completions", 16 << 20);
+  EXPECT_NE(r.find("HTTP/1.1 401"), std::string::npos) << r;
+  EXPECT_NE(r.find("x-request-id: "), std::string::npos) << r;
+  EXPECT_NE(r.find(R"("type":"authentication_error")"), std::string::npos) << r;
+  r = HeaderOnly(port_, "/v1/completions", 1 << 20, "Authorization: Bearer sk-wrong\r\n");
+  EXPECT_NE(r.find("HTTP/1.1 401"), std::string::npos) << r;
+  r = HeaderOnly(port_, "/v1/messages", 1 << 20, "x-api-key: sk-wrong\r\n");
+  EXPECT_NE(r.find("HTTP/1.1 401"), std::string::npos) << r;
+  EXPECT_NE(r.find(R"({"type":"error","error":{"type":"authentication_error")"), std::string::npos)
+      << r;
+  EXPECT_EQ(fake_->requests(), 0);
+  // With a valid key the large body is read and served; small bodies are refused after
+  // they are read, as before (keep-alive, access log).
+  const std::string large = R"({"model":"m","messages":[{"role":"user","content":")" +
+                            std::string(100 * 1024, 'x') + R"("}]})";
+  EXPECT_EQ(Post(large, Bearer("sk-acme")).status, 200);
+  EXPECT_EQ(Post(kChat).status, 401);
+  EXPECT_EQ(fake_->requests(), 1);
 }
 
 TEST_F(TenantsProxyTest, WrongKeyIs401) {
