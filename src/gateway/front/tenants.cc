@@ -113,8 +113,19 @@ Result<std::string> Identify(const TenantsConfig& config, const http::Headers& h
     std::string_view t = headers.Find(config.tenant_header);
     if (!t.empty()) return std::string(t);
   }
-  std::string_view key = BearerKey(headers.Find("authorization"));
+  const std::string_view authorization = headers.Find("authorization");
+  std::string_view key = BearerKey(authorization);
+  const bool from_authorization = !key.empty();
   if (key.empty() && front == ApiFront::kAnthropic) key = headers.Find("x-api-key");
+  if (key.empty() && !authorization.empty()) {
+    // A credential in a form we do not take (Basic, no scheme, an empty bearer) is refused,
+    // not read as "no key": it must not downgrade the caller to the anonymous tenant.
+    return Status(ErrorCode::kUnauthenticated,
+                  front == ApiFront::kAnthropic
+                      ? "invalid Authorization header: expected 'Bearer <key>' (or send the "
+                        "key in x-api-key)"
+                      : "Invalid Authorization header: expected 'Bearer <key>'.");
+  }
   if (key.empty()) {
     if (!config.anonymous_tenant.empty()) return config.anonymous_tenant;
     return Status(ErrorCode::kUnauthenticated,
@@ -131,9 +142,11 @@ Result<std::string> Identify(const TenantsConfig& config, const http::Headers& h
       match = &k.tenant;
   }
   if (!match) {
-    return Status(ErrorCode::kUnauthenticated, front == ApiFront::kAnthropic
-                                                   ? "invalid x-api-key"
-                                                   : "Incorrect API key provided.");
+    // On /v1/messages the Authorization header wins over x-api-key: name the one read.
+    return Status(ErrorCode::kUnauthenticated,
+                  front != ApiFront::kAnthropic ? "Incorrect API key provided."
+                  : from_authorization          ? "invalid API key in the Authorization header"
+                                                : "invalid x-api-key");
   }
   return *match;
 }

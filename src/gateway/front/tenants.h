@@ -15,7 +15,9 @@
 // presented key is hashed and compared against every configured hash in constant time
 // (CRYPTO_memcmp), so timing reveals neither which hash matched nor how much of it.
 // A request presenting a key that matches no hash is refused even when anonymous
-// traffic is allowed (a mistyped key should not silently downgrade to anonymous).
+// traffic is allowed (a mistyped key should not silently downgrade to anonymous); so is
+// an Authorization header that is not `Bearer <key>` (Basic, no scheme, an empty bearer),
+// unless, on /v1/messages, x-api-key carries the key.
 //
 // Errors: Identify returns kUnauthenticated (HTTP 401; the fronts answer in their own
 // API's error shape). Config parsing throws ConfigError naming the field.

@@ -64,6 +64,39 @@ TEST(TenantsTest, ConfigErrorsNameTheField) {
   expect_error(kPools + "tenants:\n  anonymous: x\n", "tenants.anonymous");
 }
 
+TEST(TenantsTest, AuthorizationNotInBearerFormIsRefusedEvenWithAnonymousAllowed) {
+  TenantsConfig c;
+  c.enabled = true;
+  c.keys = {{Sha256("sk-a"), "acme"}};
+  c.anonymous_tenant = "free";
+  for (const char* value : {"Basic c2stYTo=", "sk-a", "Bearer ", "Bearer    ", "Token sk-a"}) {
+    auto r = Identify(c, H({{"Authorization", value}}), ApiFront::kOpenAi);
+    ASSERT_FALSE(r.ok()) << value << " -> " << *r;
+    EXPECT_EQ(r.status().code(), ErrorCode::kUnauthenticated) << value;
+    EXPECT_NE(r.status().message().find("Bearer <key>"), std::string::npos) << value;
+    EXPECT_FALSE(Identify(c, H({{"Authorization", value}}), ApiFront::kAnthropic).ok()) << value;
+  }
+  // /v1/messages: x-api-key still carries the key beside an Authorization in another form.
+  EXPECT_EQ(*Identify(c, H({{"Authorization", "Basic c2stYTo="}, {"x-api-key", "sk-a"}}),
+                      ApiFront::kAnthropic),
+            "acme");
+  // No credential at all is still the anonymous tenant.
+  EXPECT_EQ(*Identify(c, {}, ApiFront::kOpenAi), "free");
+}
+
+TEST(TenantsTest, WrongKeyErrorNamesTheHeaderItWasReadFrom) {
+  TenantsConfig c;
+  c.enabled = true;
+  c.keys = {{Sha256("sk-a"), "acme"}};
+  auto bearer = Identify(c, H({{"Authorization", "Bearer sk-x"}, {"x-api-key", "sk-a"}}),
+                         ApiFront::kAnthropic);
+  ASSERT_FALSE(bearer.ok());
+  EXPECT_EQ(bearer.status().message(), "invalid API key in the Authorization header");
+  auto x_api_key = Identify(c, H({{"x-api-key", "sk-x"}}), ApiFront::kAnthropic);
+  ASSERT_FALSE(x_api_key.ok());
+  EXPECT_EQ(x_api_key.status().message(), "invalid x-api-key");
+}
+
 TEST(TenantsTest, IdentifyByKeyHeaderOrAnonymous) {
   TenantsConfig c;
   c.enabled = true;
