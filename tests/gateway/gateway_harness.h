@@ -2,12 +2,15 @@
 // with a given config, plus blocking client helpers. Fakes that live on the same
 // io_context are created through io().
 //
+// Also the request bodies most tests send, and Eventually, the hang guard for polling.
+//
 // Thread-safety: the test thread calls Start/Call/Metric; the gateway runs on thread_.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <boost/asio.hpp>
+#include <chrono>
 #include <functional>
 #include <future>
 #include <memory>
@@ -20,6 +23,23 @@
 #include "http/client.h"
 
 namespace kinference::gateway::testing {
+
+// A chat completion, the same streamed, and an Anthropic message, each asking "hello" of
+// model "m" (the model the tests' pools serve).
+inline const std::string kChat = R"({"model":"m","messages":[{"role":"user","content":"hello"}]})";
+inline const std::string kStreamChat =
+    R"({"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]})";
+inline const std::string kMessages =
+    R"({"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hello"}]})";
+
+// Polls `pred` every 20 ms for up to 60 s: a hang guard, never a timing bound.
+inline bool Eventually(const std::function<bool()>& pred) {
+  for (int i = 0; i < 3000; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
 
 class GatewayHarness : public ::testing::Test {
  protected:

@@ -16,6 +16,7 @@
 #include "http/client.h"
 #include "routing/metrics_snapshot.h"
 #include "testing/launch.h"
+#include "testing/wire.h"
 
 namespace kinference::gateway {
 namespace {
@@ -23,6 +24,7 @@ namespace {
 namespace json = boost::json;
 using kinference::testing::ChildProcess;
 using kinference::testing::LaunchKinference;
+using kinference::testing::SseEvents;
 
 std::string Url(const ChildProcess& p) { return "http://127.0.0.1:" + std::to_string(p.port()); }
 
@@ -49,17 +51,6 @@ std::string ChatBody(const std::string& content, bool stream, int max_tokens,
   std::string s = json::serialize(body);
   if (!extra.empty()) s.insert(s.size() - 1, "," + extra);
   return s;
-}
-
-std::vector<std::string> Events(const std::string& body) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while ((pos = body.find("data: ", pos)) != std::string::npos) {
-    size_t end = body.find("\n\n", pos);
-    out.push_back(body.substr(pos + 6, end - pos - 6));
-    pos = end;
-  }
-  return out;
 }
 
 class GatewayIntegrationTest : public ::testing::Test {
@@ -118,7 +109,7 @@ TEST_F(GatewayIntegrationTest, StreamingFramingAndHeaders) {
   EXPECT_FALSE(r.headers.Find("x-kinference-endpoint").empty());
   EXPECT_EQ(r.headers.Find("x-kinference-strategy"), "predicted-ttft");
   EXPECT_FALSE(r.headers.Find("x-kinference-predicted-ttft-ms").empty());
-  auto events = Events(r.body);
+  auto events = SseEvents(r.body);
   ASSERT_GE(events.size(), 3u) << r.body;
   EXPECT_EQ(json::parse(events.front()).at("choices").at(0).at("delta").at("role").as_string(),
             "assistant");
@@ -127,7 +118,7 @@ TEST_F(GatewayIntegrationTest, StreamingFramingAndHeaders) {
 
   auto with_usage = Chat(ChatBody("say something", true, 8,
                                   R"("ignore_eos":true,"stream_options":{"include_usage":true})"));
-  auto ev = Events(with_usage.body);
+  auto ev = SseEvents(with_usage.body);
   ASSERT_GE(ev.size(), 3u);
   EXPECT_EQ(ev.back(), "[DONE]");
   auto usage = json::parse(ev[ev.size() - 2]).as_object();
@@ -202,7 +193,7 @@ TEST_F(GatewayIntegrationTest, SecondTurnFollowsTheReplyItsEndpointCached) {
     ASSERT_EQ(first.status, 200) << first.body;
     std::string reply;
     if (stream) {
-      for (const auto& ev : Events(first.body)) {
+      for (const auto& ev : SseEvents(first.body)) {
         if (ev == "[DONE]") continue;
         auto v = json::parse(ev).as_object();
         for (const auto& c : v["choices"].as_array())

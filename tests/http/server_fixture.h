@@ -11,6 +11,7 @@
 
 #include "http/client.h"
 #include "http/server.h"
+#include "testing/wire.h"
 
 namespace kinference::http::testing {
 
@@ -45,22 +46,9 @@ class ServerFixture : public ::testing::Test {
   }
 
   // Sends `bytes` on a fresh connection, then reads until the server closes or
-  // `until` appears in what was read.
+  // `until` appears in what was read (testing/wire.h).
   std::string RawExchange(const std::string& bytes, const std::string& until = {}) {
-    boost::asio::io_context io;
-    boost::asio::ip::tcp::socket s(io);
-    s.connect({boost::asio::ip::make_address("127.0.0.1"), port_});
-    boost::asio::write(s, boost::asio::buffer(bytes));
-    std::string got;
-    char buf[4096];
-    boost::system::error_code ec;
-    while (true) {
-      size_t n = s.read_some(boost::asio::buffer(buf), ec);
-      if (ec) break;
-      got.append(buf, n);
-      if (!until.empty() && got.find(until) != std::string::npos) break;
-    }
-    return got;
+    return ::kinference::testing::RawExchange(port_, bytes, until);
   }
 
   boost::asio::io_context io_;

@@ -18,6 +18,7 @@
 #include "gateway/gateway.h"
 #include "gateway_harness.h"
 #include "testing/launch.h"
+#include "testing/wire.h"
 
 namespace kinference::gateway {
 namespace {
@@ -25,6 +26,8 @@ namespace {
 namespace json = boost::json;
 using kinference::testing::ChildProcess;
 using kinference::testing::LaunchKinference;
+using kinference::testing::SseEvents;
+using testing::Eventually;
 
 // What engine-sim's 5xx fault quotes (enginesim/faults.h kFaultSecret, kFaultAddress).
 constexpr const char* kFaultSecret = "sk-enginesim-fault";
@@ -36,26 +39,6 @@ const std::string kChat =
     R"({"model":"m","max_tokens":16,"ignore_eos":true,"messages":[{"role":"user","content":"hello"}]})";
 const std::string kStreamChat = R"({"model":"m","max_tokens":16,"ignore_eos":true,"stream":true,)"
                                 R"("messages":[{"role":"user","content":"hello"}]})";
-
-bool Eventually(const std::function<bool()>& pred) {
-  for (int i = 0; i < 3000; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
-// The data of each SSE event in `body`.
-std::vector<std::string> Events(const std::string& body) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while ((pos = body.find("data: ", pos)) != std::string::npos) {
-    size_t end = body.find("\n\n", pos);
-    out.push_back(body.substr(pos + 6, end - pos - 6));
-    pos = end;
-  }
-  return out;
-}
 
 class FaultMatrixTest : public testing::GatewayHarness {
  protected:
@@ -140,7 +123,7 @@ TEST_F(FaultMatrixTest, CrashMidStreamEndsTheStreamWithAnErrorEvent) {
   StartWith({"--fault", "crash-mid-stream", "--fault-after-tokens", "2"});
   auto r = Post(kStreamChat);
   EXPECT_EQ(r.status, 200) << r.body;
-  auto events = Events(r.body);
+  auto events = SseEvents(r.body);
   ASSERT_GE(events.size(), 2u) << r.body;
   int content = 0;
   for (const auto& e : events) content += e.find("\"content\":\"") != std::string::npos;
@@ -170,7 +153,7 @@ TEST_F(FaultMatrixTest, StalledStreamEndsAtTheRequestTimeout) {
   StartWith({"--fault", "stall", "--fault-after-tokens", "2"}, /*request_timeout_s=*/40);
   auto r = Post(kStreamChat);
   EXPECT_EQ(r.status, 200) << r.body;
-  auto events = Events(r.body);
+  auto events = SseEvents(r.body);
   ASSERT_FALSE(events.empty()) << r.body;
   auto err = json::parse(events.back());
   EXPECT_NE(std::string(err.at("error").at("message").as_string()).find("request timeout"),

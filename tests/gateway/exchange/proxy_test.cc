@@ -16,19 +16,21 @@
 #include "gateway/gateway.h"
 #include "gateway_harness.h"
 #include "http/client.h"
+#include "testing/wire.h"
 
 namespace kinference::gateway {
 namespace {
 
 namespace json = boost::json;
+using kinference::testing::RawExchange;
+using kinference::testing::SseEvents;
 using testing::BreakingUpstream;
 using testing::DeadPort;
 using testing::FakeMode;
 using testing::FakeUpstream;
+using testing::kChat;
+using testing::kStreamChat;
 
-const std::string kChat = R"({"model":"m","messages":[{"role":"user","content":"hello"}]})";
-const std::string kStreamChat =
-    R"({"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]})";
 const std::string kStreamChatUsage =
     R"({"model":"m","stream":true,"stream_options":{"include_usage":true},)"
     R"("messages":[{"role":"user","content":"hello"}]})";
@@ -77,25 +79,13 @@ class ProxyTest : public testing::GatewayHarness {
   std::vector<std::unique_ptr<FakeUpstream>> fakes_;
 };
 
-// Data payloads of an SSE body, in order.
-std::vector<std::string> Events(const std::string& body) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while ((pos = body.find("data: ", pos)) != std::string::npos) {
-    size_t end = body.find("\n\n", pos);
-    out.push_back(body.substr(pos + 6, end - pos - 6));
-    pos = end;
-  }
-  return out;
-}
-
 TEST_F(ProxyTest, StreamingFramingWithoutUsageWhenNotAsked) {
   auto& fake = AddFake(FakeMode::kOk);
   StartGateway({Url(fake.port())});
   auto r = Post(kStreamChat);
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.headers.Find("content-type"), "text/event-stream");
-  auto events = Events(r.body);
+  auto events = SseEvents(r.body);
   ASSERT_EQ(events.size(), 6u) << r.body;  // role, 3 content, finish, [DONE]
   EXPECT_NE(events.front().find("\"role\":\"assistant\""), std::string::npos);
   EXPECT_EQ(events.back(), "[DONE]");
@@ -112,7 +102,7 @@ TEST_F(ProxyTest, StreamingUsageForwardedWhenAsked) {
   auto& fake = AddFake(FakeMode::kOk);
   StartGateway({Url(fake.port())});
   auto r = Post(kStreamChatUsage);
-  auto events = Events(r.body);
+  auto events = SseEvents(r.body);
   ASSERT_EQ(events.size(), 7u) << r.body;
   auto usage = json::parse(events[5]).as_object();
   EXPECT_TRUE(usage.at("choices").as_array().empty());
@@ -220,7 +210,7 @@ TEST_F(ProxyTest, FailureAfterFirstByteEndsStreamWithErrorEvent) {
   StartGateway({Url(breaking.port())});
   auto r = Post(kStreamChat);
   EXPECT_EQ(r.status, 200);
-  auto events = Events(r.body);
+  auto events = SseEvents(r.body);
   ASSERT_EQ(events.size(), 2u) << r.body;
   EXPECT_NE(events[0].find("\"content\":\" a\""), std::string::npos);
   EXPECT_TRUE(json::parse(events[1]).at("error").is_object());
@@ -237,7 +227,7 @@ TEST_F(ProxyTest, StreamDroppedBeforeFirstBodyByteIsRetried) {
     auto r = Post(kStreamChat, rr);
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.headers.Find("x-kinference-endpoint"), "p/1");
-    auto events = Events(r.body);
+    auto events = SseEvents(r.body);
     ASSERT_EQ(events.size(), 6u) << r.body;
     EXPECT_EQ(events.back(), "[DONE]");
     for (const auto& e : events) EXPECT_EQ(e.find("\"error\""), std::string::npos) << e;
@@ -250,24 +240,13 @@ TEST_F(ProxyTest, StreamDroppedBeforeFirstBodyByteIsRetried) {
 TEST_F(ProxyTest, ClientDisconnectCancelsUpstream) {
   auto& hang = AddFake(FakeMode::kHang);
   StartGateway({Url(hang.port())});
-  {
-    boost::asio::io_context io;
-    boost::asio::ip::tcp::socket s(io);
-    s.connect({boost::asio::ip::make_address("127.0.0.1"), port_});
-    std::string req =
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-        "application/json\r\nContent-Length: " +
-        std::to_string(kStreamChat.size()) + "\r\n\r\n" + kStreamChat;
-    boost::asio::write(s, boost::asio::buffer(req));
-    std::string got;
-    char buf[4096];
-    boost::system::error_code ec;
-    while (got.find("\" a\"") == std::string::npos && !ec) {
-      size_t n = s.read_some(boost::asio::buffer(buf), ec);
-      got.append(buf, n);
-    }
-    ASSERT_FALSE(ec) << got;
-  }  // socket closed here
+  // The connection is closed once the first token has come (RawExchange returns).
+  std::string got = RawExchange(port_,
+                                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                "application/json\r\nContent-Length: " +
+                                    std::to_string(kStreamChat.size()) + "\r\n\r\n" + kStreamChat,
+                                "\" a\"");
+  ASSERT_NE(got.find("\" a\""), std::string::npos) << got;
   for (int i = 0; i < 2000 && hang.closed() == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // hang guard, not a bound
   EXPECT_EQ(hang.closed(), 1);
@@ -343,7 +322,7 @@ TEST_F(ProxyTest, DrainFinishesInFlightStreamAndRefusesNewWork) {
   asio::post(io_, [&] { hang.FinishHeld(); });
   auto r = stream.get();
   EXPECT_EQ(r.status, 200);
-  auto events = Events(r.body);
+  auto events = SseEvents(r.body);
   ASSERT_FALSE(events.empty()) << r.body;
   EXPECT_EQ(events.back(), "[DONE]");
   EXPECT_EQ(r.body.find("\"error\""), std::string::npos) << r.body;
@@ -354,7 +333,7 @@ TEST_F(ProxyTest, DrainFinishesInFlightStreamAndRefusesNewWork) {
 TEST_F(ProxyTest, DrainTimeoutEndsStreamWithErrorEvent) {
   auto r = SendThenDrainWhileUpstreamHangs([&] { return Post(kStreamChat); });
   EXPECT_EQ(r.status, 200);
-  auto events = Events(r.body);
+  auto events = SseEvents(r.body);
   ASSERT_FALSE(events.empty()) << r.body;
   EXPECT_TRUE(json::parse(events.back()).at("error").is_object()) << r.body;
 }
@@ -456,22 +435,6 @@ TEST_F(ProxyTest, WrongMethodOnKnownPathIs405WithAllow) {
   EXPECT_EQ(Call("GET", "/v1/models").status, 200);
   EXPECT_EQ(Post(kChat).status, 200);
   EXPECT_EQ(fake.requests(), 1);
-}
-
-// Sends `bytes` on one connection to `port` and reads until the server closes it.
-std::string RawExchange(uint16_t port, const std::string& bytes) {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::socket s(io);
-  s.connect({boost::asio::ip::make_address("127.0.0.1"), port});
-  boost::asio::write(s, boost::asio::buffer(bytes));
-  std::string got;
-  char buf[4096];
-  boost::system::error_code ec;
-  while (!ec) {
-    size_t n = s.read_some(boost::asio::buffer(buf), ec);
-    got.append(buf, n);
-  }
-  return got;
 }
 
 // Splits off the first response's head (through the blank line) from what follows.

@@ -24,27 +24,16 @@ namespace {
 
 namespace json = boost::json;
 using testing::DeadPort;
+using testing::Eventually;
 using testing::FakeMode;
 using testing::FakeUpstream;
 using testing::Fault;
 using testing::FaultUpstream;
-
-const std::string kChat = R"({"model":"m","messages":[{"role":"user","content":"hello"}]})";
-const std::string kStreamChat =
-    R"({"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]})";
-const std::string kMessages =
-    R"({"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hello"}]})";
+using testing::kChat;
+using testing::kMessages;
+using testing::kStreamChat;
 
 std::string Url(uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
-
-// Polls `pred` every 20 ms: a hang guard, never a timing bound.
-bool Eventually(const std::function<bool()>& pred) {
-  for (int i = 0; i < 3000; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
 
 class ReliabilityTest : public testing::GatewayHarness {
  protected:

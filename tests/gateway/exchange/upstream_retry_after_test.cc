@@ -18,12 +18,9 @@ namespace {
 namespace json = boost::json;
 using testing::Fault;
 using testing::FaultUpstream;
-
-const std::string kChat = R"({"model":"m","messages":[{"role":"user","content":"hello"}]})";
-const std::string kStreamChat =
-    R"({"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]})";
-const std::string kMessages =
-    R"({"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hello"}]})";
+using testing::kChat;
+using testing::kMessages;
+using testing::kStreamChat;
 
 class UpstreamRetryAfterTest : public testing::GatewayHarness {
  protected:

@@ -9,6 +9,7 @@
 #include "fake_upstream.h"
 #include "gateway/front/tenants.h"
 #include "gateway_harness.h"
+#include "testing/wire.h"
 
 namespace kinference::gateway {
 namespace {
@@ -16,10 +17,8 @@ namespace {
 namespace json = boost::json;
 using testing::FakeMode;
 using testing::FakeUpstream;
-
-const std::string kChat = R"({"model":"m","messages":[{"role":"user","content":"hello"}]})";
-const std::string kMessages =
-    R"({"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hello"}]})";
+using testing::kChat;
+using testing::kMessages;
 
 http::Headers Bearer(const std::string& key) {
   http::Headers h;
@@ -68,21 +67,9 @@ TEST_F(TenantsProxyTest, MissingKeyIs401InOpenAiShape) {
 // the gateway answers before closing.
 std::string HeaderOnly(uint16_t port, const std::string& path, size_t length,
                        const std::string& extra = "") {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::socket s(io);
-  s.connect({boost::asio::ip::make_address("127.0.0.1"), port});
-  std::string head = "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
-                     extra + "Content-Length: " + std::to_string(length) + "\r\n\r\n";
-  boost::asio::write(s, boost::asio::buffer(head));
-  std::string got;
-  char buf[4096];
-  boost::system::error_code ec;
-  while (true) {
-    size_t n = s.read_some(boost::asio::buffer(buf), ec);
-    if (ec) break;
-    got.append(buf, n);
-  }
-  return got;
+  return kinference::testing::RawExchange(
+      port, "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra +
+                "Content-Length: " + std::to_string(length) + "\r\n\r\n");
 }
 
 // A large body (over 64 KiB) without a valid key is refused on its header, before any of

@@ -20,6 +20,7 @@ namespace json = boost::json;
 using kinference::testing::MakeTestCert;
 using kinference::testing::TestCert;
 using kinference::testing::TlsFakeServer;
+using testing::kChat;
 
 const char* kKeyEnv = "KINFERENCE_TEST_ANTHROPIC_KEY";
 const std::string kSeries = "{tenant=\"default\",model=\"m\"}";
@@ -56,7 +57,6 @@ const std::string kStream =
 const std::string kMessage =
     R"({"id":"msg_02","type":"message","role":"assistant","model":"claude-x","content":[{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"text","text":"Hi","citations":null},{"type":"tool_use","id":"toolu_1","name":"get","input":{"city":"Paris"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":4,"cache_creation_input_tokens":0,"cache_read_input_tokens":6,"output_tokens":5}})";
 
-const std::string kChat = R"({"model":"m","messages":[{"role":"user","content":"hello"}]})";
 const std::string kMessages =
     R"({"model":"m","max_tokens":64,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"hello"}]})";
 

@@ -19,11 +19,10 @@ namespace json = boost::json;
 using kinference::testing::MakeTestCert;
 using kinference::testing::TestCert;
 using kinference::testing::TlsFakeServer;
+using testing::kChat;
+using testing::kStreamChat;
 
 const char* kKeyEnv = "KINFERENCE_TEST_PROVIDER_KEY";
-const std::string kChat = R"({"model":"m","messages":[{"role":"user","content":"hello"}]})";
-const std::string kStreamChat =
-    R"({"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]})";
 
 class ProviderTest : public testing::GatewayHarness {
  protected:
