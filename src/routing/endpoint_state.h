@@ -105,6 +105,11 @@ class EndpointState {
 
   EndpointInfo info;
   bool healthy = true;
+  // Cooldown (Router::CoolDown): not picked while now < cooling_until; `cooling` is a
+  // cooldown Router::CooldownsEnded has not yet reported over.
+  Seconds cooling_until = -1e300;
+  bool cooling = false;
+  bool CoolingAt(Seconds now) const { return now < cooling_until; }
   std::optional<MetricsSnapshot> metrics;
   Seconds scraped_at = 0;
   int in_flight = 0;  // dispatched, not finished

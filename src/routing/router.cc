@@ -234,6 +234,45 @@ void Router::SetHealthy(const EndpointId& id, bool healthy) {
   if (it != impl_->endpoints.end()) it->second->healthy = healthy;
 }
 
+bool Router::CoolDown(const EndpointId& id, Seconds until, Seconds now) {
+  auto it = impl_->endpoints.find(id);
+  if (it == impl_->endpoints.end() || !(until > now)) return false;
+  EndpointState& e = *it->second;
+  const bool started = !e.CoolingAt(now);
+  e.cooling_until = std::max(e.cooling_until, until);
+  e.cooling = true;
+  return started;
+}
+
+std::optional<Seconds> Router::CoolingUntil(const EndpointId& id, Seconds now) const {
+  auto it = impl_->endpoints.find(id);
+  if (it == impl_->endpoints.end() || !it->second->CoolingAt(now)) return std::nullopt;
+  return it->second->cooling_until;
+}
+
+std::optional<Seconds> Router::SoonestCooldownEnd(std::span<const EndpointId> candidates,
+                                                  Seconds now) const {
+  std::optional<Seconds> soonest;
+  for (const auto& id : candidates) {
+    auto it = impl_->endpoints.find(id);
+    if (it == impl_->endpoints.end() || !it->second->healthy || !it->second->CoolingAt(now))
+      continue;
+    if (!soonest || it->second->cooling_until < *soonest) soonest = it->second->cooling_until;
+  }
+  return soonest;
+}
+
+std::vector<EndpointId> Router::CooldownsEnded(Seconds now) {
+  std::vector<EndpointId> out;
+  for (auto& [id, e] : impl_->endpoints) {
+    if (e->cooling && !e->CoolingAt(now)) {
+      e->cooling = false;
+      out.push_back(id);
+    }
+  }
+  return out;
+}
+
 Result<Decision> Router::Pick(const RequestFeatures& features,
                               std::span<const EndpointId> candidates, std::string_view strategy,
                               Seconds now) {
@@ -259,8 +298,18 @@ Result<Decision> Router::Pick(const RequestFeatures& features,
 
   std::vector<CandidateView> views;
   views.reserve(serving.size());
-  for (const EndpointState* e : serving)
-    if (e->healthy) views.push_back(impl_->View(features, *e, now, nullptr));
+  size_t cooling = 0;
+  for (const EndpointState* e : serving) {
+    if (!e->healthy) continue;
+    if (e->CoolingAt(now)) {
+      ++cooling;  // it asked to be left alone until cooling_until
+      continue;
+    }
+    views.push_back(impl_->View(features, *e, now, nullptr));
+  }
+  if (views.empty() && cooling > 0)
+    return Status(ErrorCode::kResourceExhausted,
+                  "every endpoint for model '" + features.model + "' is cooling down");
   if (views.empty())
     return Status(ErrorCode::kUnavailable,
                   "no healthy endpoint for model '" + features.model + "'");
@@ -461,7 +510,8 @@ std::vector<CandidateScore> Router::Score(const RequestFeatures& features,
   out.reserve(candidates.size());
   for (const auto& id : candidates) {
     auto it = impl_->endpoints.find(id);
-    if (it == impl_->endpoints.end() || !it->second->healthy) continue;
+    if (it == impl_->endpoints.end() || !it->second->healthy || it->second->CoolingAt(now))
+      continue;
     CandidateView v = impl_->View(features, *it->second, now, nullptr);
     out.push_back(CandidateScore{v.info->id, v.predicted_ttft_s, v.queue_wait_s, v.matched_tokens,
                                  v.in_flight, v.metrics_age_s, 0.0, v.precise});

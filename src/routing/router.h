@@ -9,6 +9,27 @@
 // engine's internals. The gateway (real time) and the simulator (virtual time) feed it
 // the same events.
 //
+// Cooldown: an endpoint that answered 429, 503 or 529 with a Retry-After (or
+// retry-after-ms) asked to be left alone for that long; the shell tells the router
+// (CoolDown) and Pick skips it until the time has passed, choosing among the other
+// healthy candidates. When every healthy candidate is cooling down Pick answers
+// kResourceExhausted and SoonestCooldownEnd says when the first comes back; the gateway
+// refuses such a request itself (429 on the OpenAI fronts, 529 overloaded_error on
+// /v1/messages, Retry-After until that end) without calling any upstream. Why not send it
+// to the endpoint whose cooldown ends first: that endpoint said it would refuse it (a
+// rate limiter counts refused calls too), so the client would get the same error later
+// and the endpoint one more call it asked not to get; the SDKs (openai-python,
+// anthropic-sdk-python) retry a 429 / 529 after its Retry-After, and LiteLLM's router
+// does the same when every deployment is cooling down (RouterRateLimitError, 429 "No
+// deployments available for selected model, Try again in N seconds"; it cools a
+// deployment down for the Retry-After of its error unless the deployment sets its own
+// cooldown_time, litellm/router.py). A cooldown is not ill health: unlike an ejection or
+// an open circuit breaker (SetHealthy) it does not grow, needs no probe (the endpoint said
+// when to come back), and leaves readiness alone. A 429 or 503 without Retry-After starts none:
+// a 503 already ejects a local endpoint (routing/outlier.h) and counts towards a
+// provider's circuit breaker, and for a 429 there is no stated time to honour (docs/
+// reliability.md, "Cooldown").
+//
 // Thread-safety: not thread-safe. The gateway serialises all calls on one strand.
 #pragma once
 
@@ -146,10 +167,27 @@ class Router {
   // Marks an endpoint (un)healthy; unhealthy endpoints are never picked.
   void SetHealthy(const EndpointId& id, bool healthy);
 
+  // ---- Cooldown (header comment) ----
+  // The endpoint asked not to be sent requests before `until`: Pick and Score leave it out
+  // while now < until. A later `until` extends a cooldown, an earlier one never shortens
+  // it. Returns true when this started one (the endpoint was not cooling down at `now`).
+  // Unknown endpoints are ignored (false).
+  bool CoolDown(const EndpointId& id, Seconds until, Seconds now);
+  // When the endpoint's cooldown ends; nullopt when it is not cooling down at `now`.
+  std::optional<Seconds> CoolingUntil(const EndpointId& id, Seconds now) const;
+  // The earliest end among the healthy `candidates` cooling down at `now` (nullopt: none
+  // is), for the Retry-After of a request they all refused.
+  std::optional<Seconds> SoonestCooldownEnd(std::span<const EndpointId> candidates,
+                                            Seconds now) const;
+  // Endpoints whose cooldown ended by `now` since the last call, each once (the shell
+  // makes them available to admission again).
+  std::vector<EndpointId> CooldownsEnded(Seconds now);
+
   // Picks among `candidates` (all endpoints serving features.model when empty) with
-  // the named strategy (config default when empty). Errors: kInvalidArgument for an
-  // unknown strategy, kNotFound when no endpoint serves the model, kUnavailable when
-  // none is healthy.
+  // the named strategy (config default when empty), leaving out unhealthy endpoints and
+  // those cooling down. Errors: kInvalidArgument for an unknown strategy, kNotFound when
+  // no endpoint serves the model, kUnavailable when none is healthy, kResourceExhausted
+  // when every healthy one is cooling down (SoonestCooldownEnd: until when).
   Result<Decision> Pick(const RequestFeatures& features, std::span<const EndpointId> candidates,
                         std::string_view strategy, Seconds now);
 
@@ -198,9 +236,10 @@ class Router {
   std::vector<EndpointInfo> Endpoints() const;
 
   // The view Pick would have of each healthy endpoint in `candidates` (unknown and
-  // unhealthy ones are left out), in the order given, without choosing or recording
-  // anything: predicted TTFT, queue wait, prefix match, in-flight count and metrics age
-  // at `now`. `score` is 0 (no strategy ran). For the gateway's policy evaluation.
+  // unhealthy ones, and those cooling down, are left out), in the order given, without
+  // choosing or recording anything: predicted TTFT, queue wait, prefix match, in-flight
+  // count and metrics age at `now`. `score` is 0 (no strategy ran). For the gateway's
+  // policy evaluation.
   std::vector<CandidateScore> Score(const RequestFeatures& features,
                                     std::span<const EndpointId> candidates, Seconds now) const;
 
