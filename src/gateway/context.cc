@@ -130,6 +130,7 @@ void GatewayContext::AddEndpoint(Endpoint ep) {
   const std::string id = ep.info.id;
   router.AddEndpoint(ep.info, clock.Now());
   stats.SetEndpointHealthy(id, true);
+  stats.SetCoolingDown(id, false);
   ep.healthy = true;
   ep.serial = next_endpoint_serial++;
   if (ep.provider) {
@@ -226,6 +227,17 @@ void GatewayContext::OnRequestResult(const std::string& id, routing::RequestResu
   admission.controller().SetAvailable(id, false);
 }
 
+void GatewayContext::CoolDown(const std::string& id, double wait_real_s) {
+  if (!(wait_real_s > 0) || !Find(id)) return;
+  const Seconds now = clock.Now();
+  const Seconds until = now + wait_real_s * config.time_scale;
+  if (!router.CoolDown(id, until, now)) return;  // already cooling: extended at most
+  spdlog::info("endpoint {} cooling down for {:.3f} s (it asked to wait)", id, wait_real_s);
+  stats.RecordCooldown(id);
+  stats.SetCoolingDown(id, true);
+  admission.controller().SetAvailable(id, false);
+}
+
 int GatewayContext::RetryAfterUnhealthyS(const std::vector<routing::EndpointId>& ids) const {
   Seconds now = clock.Now();
   std::optional<Seconds> first;
@@ -238,6 +250,9 @@ int GatewayContext::RetryAfterUnhealthyS(const std::vector<routing::EndpointId>&
     } else {
       until = outlier.EjectedUntil(id, now);
     }
+    // Back once both its ill health and its cooldown are over.
+    if (auto cooling = router.CoolingUntil(id, now); cooling && (!until || *cooling > *until))
+      until = cooling;
     if (until && (!first || *until < *first)) first = until;
   }
   if (!first) return 1;
@@ -266,7 +281,7 @@ void GatewayContext::RefreshBreakers() {
     ep->healthy = true;
     router.SetHealthy(id, true);
     stats.SetEndpointHealthy(id, true);
-    admission.controller().SetAvailable(id, true);
+    admission.controller().SetAvailable(id, !router.CoolingUntil(id, now));
     admission.Pump();
   }
   for (auto& ep : endpoints) {
@@ -275,7 +290,17 @@ void GatewayContext::RefreshBreakers() {
     ep.healthy = true;
     router.SetHealthy(ep.info.id, true);
     stats.SetEndpointHealthy(ep.info.id, true);
-    admission.controller().SetAvailable(ep.info.id, true);
+    admission.controller().SetAvailable(ep.info.id, !router.CoolingUntil(ep.info.id, now));
+    admission.Pump();
+  }
+  // Cooldowns (an upstream's Retry-After) over: available again unless ill.
+  for (const auto& id : router.CooldownsEnded(now)) {
+    const Endpoint* ep = Find(id);
+    if (!ep) continue;
+    spdlog::info("endpoint {}: cooldown over", id);
+    stats.SetCoolingDown(id, false);
+    if (!ep->healthy) continue;
+    admission.controller().SetAvailable(id, true);
     admission.Pump();
   }
 }

@@ -181,10 +181,19 @@ struct GatewayContext {
   void RefreshBreakers();
   // Passive health: the result of a request to local endpoint `id`; ejects it (unhealthy
   // for the router, admission and /ready) on a failure the detector counts. Ejections
-  // whose time is up end in RefreshBreakers.
+  // (and cooldowns) whose time is up end in RefreshBreakers.
   void OnRequestResult(const std::string& id, routing::RequestResult result);
-  // Seconds until the first of `ids`' ejections or open breakers ends (1 when none; for
-  // Retry-After on a 503).
+  // Cooldown (routing/router.h): endpoint `id` answered 429, 503 or 529 asking for a wait
+  // of `wait_real_s` real seconds (its Retry-After / retry-after-ms, api/retry_after.h,
+  // at most 3600 s): the router skips it until then (model time: wait x time_scale), and
+  // admission gives it no room meanwhile; counted in kinference_endpoint_cooldowns_total
+  // when it starts one, kinference_endpoint_cooling_down 1 until it ends (RefreshBreakers).
+  // A wait of 0 or less does nothing.
+  void CoolDown(const std::string& id, double wait_real_s);
+  // Seconds until the first of `ids` may take requests again: for each, the later of the
+  // end of its ejection or open breaker and the end of its cooldown; the earliest of
+  // those (1 when none; for Retry-After on a 503, or on the refusal of a request whose
+  // endpoints are all cooling down). Real seconds, 1..3600.
   int RetryAfterUnhealthyS(const std::vector<routing::EndpointId>& ids) const;
   // Models with at least one healthy endpoint (readiness).
   std::vector<std::string> ServableModels() const;

@@ -73,6 +73,14 @@ void FaultUpstream::Handle(http::Request r, std::shared_ptr<http::ResponseWriter
                    R"("param":null,"code":"rate_limit_exceeded"}})",
                    std::move(h));
   }
+  if (fault_ == Fault::kShortRateLimit429) {
+    http::Headers h;
+    h.Add("Retry-After", "2");
+    return w->Send(429, "application/json",
+                   R"({"error":{"message":"Rate limit reached for requests","type":"requests",)"
+                   R"("param":null,"code":"rate_limit_exceeded"}})",
+                   std::move(h));
+  }
   if (fault_ == Fault::kBusy503) {
     http::Headers h;
     h.Add("Retry-After", "9");

@@ -36,6 +36,8 @@ enum class Fault {
   // POSTs answer 503 with a JSON error naming kLeakedAddress, Retry-After: 9 and an
   // unparsable retry-after-ms ("soon").
   kBusy503,
+  // POSTs answer 429 with OpenAI's rate-limit error and Retry-After: 2 only.
+  kShortRateLimit429,
 };
 
 // The page kHtml404 answers with, and kProxyJson404's body; both name an internal address.

@@ -245,7 +245,33 @@ void Exchange::Attempt() {
     return FailBeforeResponse(Status(ErrorCode::kUnavailable, message), "none", "error",
                               std::move(h));
   }
-  std::vector<routing::EndpointId> room = ctx_->admission.controller().WithRoom(healthy);
+  // Cooldown (routing/router.h): an endpoint that answered 429/503/529 with a Retry-After
+  // is skipped until it passed. Every healthy one cooling down: a retry fails as when no
+  // endpoint is left (503, the last endpoint's error); a new request is refused here, as
+  // a full pool's (429 rate_limit_error; /v1/messages 529 overloaded_error), with
+  // Retry-After until the first is back, and no upstream is called (they asked not to be).
+  std::vector<routing::EndpointId> ready = healthy;
+  std::erase_if(ready,
+                [&](const auto& id) { return ctx_->router.CoolingUntil(id, now).has_value(); });
+  if (ready.empty()) {
+    int retry = ctx_->RetryAfterUnhealthyS(candidates);
+    http::Headers h;
+    h.Add("Retry-After", std::to_string(retry));
+    if (!tried_.empty()) {
+      return FailBeforeResponse(Status(ErrorCode::kUnavailable, last_error_), "none", "error",
+                                std::move(h));
+    }
+    std::string message = fmt::format(
+        "Every endpoint serving model '{}' asked the gateway to wait; retry after {} s.",
+        req_.model, retry);
+    spdlog::info("request {}: {}", req_.request_id, message);
+    return FailBeforeResponse(
+        Status(codec_ ? ErrorCode::kUnavailable : ErrorCode::kResourceExhausted, message), "none",
+        "overloaded", std::move(h));
+  }
+  // Cooling endpoints have no room (admission sees them unavailable), so a queued request
+  // may still go to one once its cooldown is over.
+  std::vector<routing::EndpointId> room = ctx_->admission.controller().WithRoom(ready);
   if (room.empty()) return Queue(std::move(healthy));
   candidates = std::move(room);
   auto decision = ctx_->router.Pick(features_, candidates, strategy_, now);

@@ -54,6 +54,11 @@ namespace kinference::gateway {
 // retried on another endpoint (a provider's limit is the gateway's account's, and the
 // client's SDK waits as told). On /v1/messages overload (503, 529, overloaded_error, the
 // gateway's own full queue or no healthy endpoint) is 529 overloaded_error.
+// Cooldown (routing/router.h): an upstream 429, 503 or 529 with a Retry-After makes the
+// router skip that endpoint until the wait has passed (this request's retry included);
+// a request whose healthy endpoints are all cooling down is refused without calling one:
+// 429 rate_limit_error (/v1/messages: 529 overloaded_error) with Retry-After until the
+// first is back (a retry: 503, the last endpoint's error).
 // Accounting (config `accounting`; ctx->accounting): before the first attempt a tenant with
 // limits reserves the request's estimate (accounting/estimate.h: prompt characters / 4,
 // max_tokens or the configured output estimate, the highest price among the model's

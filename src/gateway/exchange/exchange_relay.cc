@@ -100,6 +100,13 @@ void Exchange::OnHeaders(int status, const http::Headers& headers) {
                                            headers.Find("retry-after-ms"), std::time(nullptr));
     std::string_view should = headers.Find("x-should-retry");
     if (should == "true" || should == "false") upstream_should_retry_ = std::string(should);
+    // Cooldown (routing/router.h): the endpoint is skipped until its wait has passed, by
+    // this request's retry as by every other request.
+    if (upstream_retry_) {
+      ctx_->CoolDown(decision_.endpoint, upstream_retry_->milliseconds
+                                             ? *upstream_retry_->milliseconds / 1000.0
+                                             : static_cast<double>(upstream_retry_->seconds));
+    }
   }
   if (status >= 500 && CanRetry()) {
     retry_pending_ = true;  // discard the error body, retry when it completes

@@ -109,10 +109,10 @@ Result<policy::Evaluation> EvaluatePolicies(GatewayContext& ctx, const PolicyReq
   for (const auto& ep : ctx.endpoints) {
     if (models.count(ep.info.model) && (!usable || usable(ep))) ids.push_back(ep.info.id);
   }
-  // The router scores healthy endpoints only. An ejected one is still a candidate for the
-  // policies (health is not policy: a request whose allowed endpoints are all down gets
-  // 503 with Retry-After from the exchange, not a policy's 403), predicted never to meet a
-  // TTFT bound, so spillover rules move past it.
+  // The router scores healthy endpoints only, and none cooling down. An ejected (or
+  // cooling) one is still a candidate for the policies (health is not policy: a request
+  // whose allowed endpoints are all down gets 503 with Retry-After from the exchange, not
+  // a policy's 403), predicted never to meet a TTFT bound, so spillover rules move past it.
   std::vector<routing::CandidateScore> scores = ctx.router.Score(features, ids, now);
   if (scores.size() < ids.size()) {  // some were skipped: no search on the common path
     std::set<routing::EndpointId> scored;

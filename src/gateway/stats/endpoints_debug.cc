@@ -48,6 +48,10 @@ json::object EndpointsJson(const GatewayContext& ctx) {
         {"in_flight", ctx.admission.controller().InFlight(ep.info.id)},
         {"max_in_flight", ctx.admission.controller().Limit(ep.info.id)},
     };
+    // Cooldown (routing/router.h): model seconds until it may be picked again.
+    const auto cooling = ctx.router.CoolingUntil(ep.info.id, now);
+    o["cooling_down"] = cooling.has_value();
+    o["cooldown_remaining_s"] = cooling ? *cooling - now : 0.0;
     o["metrics_age_s"] =
         ep.last_metrics_at ? json::value(now - *ep.last_metrics_at) : json::value(nullptr);
     o["metrics"] = ep.last_metrics ? json::value(SnapshotJson(*ep.last_metrics)) : nullptr;

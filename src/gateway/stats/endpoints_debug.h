@@ -7,11 +7,14 @@
 // from vllm:cache_config_info; a series the scrape did not carry is null.
 //
 // Admission control's view too: "in_flight" (requests dispatched and not finished) and
-// "max_in_flight" (the endpoint's current limit, admission/admission.h: 0 none).
+// "max_in_flight" (the endpoint's current limit, admission/admission.h: 0 none). And the
+// router's cooldown (routing/router.h): "cooling_down" while the endpoint is skipped
+// because it answered 429/503/529 with a Retry-After, "cooldown_remaining_s" the model
+// seconds until it may be picked again (0 when not cooling down).
 //
 // Shape: {"endpoints": [{"id", "pool", "model", "class", "url", "healthy",
-//   "consecutive_failures", "in_flight", "max_in_flight", "metrics_age_s",
-//   "metrics": {...} | null}, ...]}.
+//   "consecutive_failures", "in_flight", "max_in_flight", "cooling_down",
+//   "cooldown_remaining_s", "metrics_age_s", "metrics": {...} | null}, ...]}.
 // Access: open without tenants; with tenants, only debug_admin_tenants (403 otherwise,
 // 401 without a valid key), since it names the upstream URLs.
 //

@@ -146,6 +146,14 @@ Stats::Stats()
                {"endpoint"}),
       ejections_("kinference_endpoint_ejections_total",
                  "Passive-health ejections (connect failure, reset, 5xx).", {"endpoint"}),
+      cooling_down_("kinference_endpoint_cooling_down",
+                    "1 while the endpoint is skipped because it answered 429, 503 or 529 with "
+                    "a Retry-After (cooldown), else 0.",
+                    {"endpoint"}, "gauge"),
+      cooldowns_("kinference_endpoint_cooldowns_total",
+                 "Cooldowns started: the endpoint answered 429, 503 or 529 with a Retry-After "
+                 "and was skipped until it passed.",
+                 {"endpoint"}),
       metrics_stale_("kinference_endpoint_metrics_stale",
                      "1 while the endpoint's last /metrics scrape failed (routing falls back "
                      "to the gateway's own bookkeeping).",
@@ -296,6 +304,10 @@ void Stats::RecordRequest(const std::string& endpoint, const std::string& strate
 
 void Stats::RecordRetry(const std::string& endpoint) { retries_.Add({endpoint}, 1); }
 void Stats::RecordEjection(const std::string& endpoint) { ejections_.Add({endpoint}, 1); }
+void Stats::RecordCooldown(const std::string& endpoint) { cooldowns_.Add({endpoint}, 1); }
+void Stats::SetCoolingDown(const std::string& endpoint, bool cooling) {
+  cooling_down_.Set({endpoint}, cooling ? 1 : 0);
+}
 void Stats::SetMetricsStale(const std::string& endpoint, bool stale) {
   metrics_stale_.Set({endpoint}, stale ? 1 : 0);
 }
@@ -323,9 +335,9 @@ void Stats::SetEndpointHealthy(const std::string& endpoint, bool healthy) {
 void Stats::RemoveEndpoint(const std::string& endpoint) {
   // Its gauges and its KV feed's series (mirrors of a feed that is gone); its request,
   // retry and ejection counters stay (they counted what happened).
-  for (CounterFamily* f : {&endpoint_healthy_, &metrics_stale_, &kv_live_, &kv_blocks_,
-                           &kv_batches_, &kv_decode_errors_, &kv_gaps_, &kv_replayed_, &kv_resyncs_,
-                           &kv_restarts_, &kv_disconnects_})
+  for (CounterFamily* f : {&endpoint_healthy_, &metrics_stale_, &cooling_down_, &kv_live_,
+                           &kv_blocks_, &kv_batches_, &kv_decode_errors_, &kv_gaps_, &kv_replayed_,
+                           &kv_resyncs_, &kv_restarts_, &kv_disconnects_})
     f->Erase({endpoint});
 }
 
@@ -371,6 +383,8 @@ std::string Stats::Exposition() const {
   endpoint_healthy_.Expose(out);
   retries_.Expose(out);
   ejections_.Expose(out);
+  cooling_down_.Expose(out);
+  cooldowns_.Expose(out);
   metrics_stale_.Expose(out);
   admission_waiting_.Expose(out);
   admission_queued_.Expose(out);

@@ -36,6 +36,10 @@
 //       one per client request, by its final outcome (a retried request counts once)
 //   kinference_upstream_retries_total{endpoint}   failed attempts retried elsewhere
 //   kinference_endpoint_ejections_total{endpoint} passive-health ejections (outlier.h)
+//   kinference_endpoint_cooling_down{endpoint}    gauge, 1 while the endpoint is skipped
+//       because it answered 429/503/529 with a Retry-After (routing/router.h, Cooldown)
+//   kinference_endpoint_cooldowns_total{endpoint} cooldowns started (one extended by a
+//       later Retry-After counts once)
 //   kinference_endpoint_metrics_stale{endpoint}   gauge, 1 while its last scrape failed
 //   kinference_admission_waiting{pool}            gauge, requests in the pool's queue
 //   kinference_admission_queued_total{pool}       requests that waited for room
@@ -172,12 +176,15 @@ class Stats {
   void RecordUsage(const std::string& tenant, const std::string& model,
                    const routing::Usage& usage);
   // outcome: "success", "error", "cancelled", "rejected" (by an InferencePolicy; endpoint
-  // "none") or "overloaded" (refused by admission control; endpoint "none"). Once per
+  // "none") or "overloaded" (refused by admission control, or because every candidate
+  // endpoint is cooling down; endpoint "none"). Once per
   // request: a failed attempt that is retried is RecordRetry, not a request.
   void RecordRequest(const std::string& endpoint, const std::string& strategy,
                      const std::string& outcome);
   void RecordRetry(const std::string& endpoint);
   void RecordEjection(const std::string& endpoint);
+  void RecordCooldown(const std::string& endpoint);
+  void SetCoolingDown(const std::string& endpoint, bool cooling);
   void SetMetricsStale(const std::string& endpoint, bool stale);
   void SetAdmission(const std::string& pool, size_t waiting, uint64_t queued_total,
                     uint64_t refused_queue_full, uint64_t refused_timeout, uint64_t evicted);
@@ -208,7 +215,7 @@ class Stats {
   CounterFamily requests_;
   HistogramFamily prediction_error_, prediction_abs_error_;
   CounterFamily endpoint_healthy_;
-  CounterFamily retries_, ejections_, metrics_stale_;
+  CounterFamily retries_, ejections_, cooling_down_, cooldowns_, metrics_stale_;
   CounterFamily admission_waiting_, admission_queued_, admission_refused_, client_stalls_;
   CounterFamily policy_decisions_, policy_generation_, policy_reload_failures_;
   CounterFamily prefix_index_;

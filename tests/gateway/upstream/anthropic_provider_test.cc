@@ -249,7 +249,8 @@ TEST_F(AnthropicProviderTest, PassthroughUnavailableIsOverloadedAndTimeoutIsTime
 }
 
 // Anthropic's 429 reaches the client with its retry-after (what the SDK waits for) on both
-// fronts; its anthropic-ratelimit-* headers describe the gateway's account and stay.
+// fronts (one gateway each: after it the provider cools down); its anthropic-ratelimit-*
+// headers describe the gateway's account and stay.
 TEST_F(AnthropicProviderTest, RateLimitKeepsTheProvidersRetryAfter) {
   server_->add_response_header("retry-after", "17");
   server_->add_response_header("anthropic-ratelimit-requests-remaining", "0");
@@ -261,10 +262,24 @@ TEST_F(AnthropicProviderTest, RateLimitKeepsTheProvidersRetryAfter) {
   EXPECT_EQ(m.headers.Find("retry-after"), "17");
   EXPECT_EQ(m.headers.Find("anthropic-ratelimit-requests-remaining"), "");
   EXPECT_EQ(json::parse(m.body).at("error").at("type"), "rate_limit_error") << m.body;
+  EXPECT_EQ(server_->requests(), 1);  // not retried
+  // Cooling down now: the next request is the gateway's own refusal, the provider is not
+  // called (docs/reliability.md "Cooldown").
+  auto again = Post(kMessages, {}, "/v1/messages");
+  EXPECT_EQ(again.status, 529) << again.body;
+  EXPECT_NE(again.headers.Find("retry-after"), "");
+  EXPECT_EQ(server_->requests(), 1);
+}
+
+TEST_F(AnthropicProviderTest, RateLimitKeepsTheProvidersRetryAfterOnTheChatFront) {
+  server_->add_response_header("retry-after", "17");
+  server_->set_response(
+      429, "application/json",
+      R"({"type":"error","error":{"type":"rate_limit_error","message":"Rate limited"}})");
   auto r = Post(kChat);
   EXPECT_EQ(r.status, 429) << r.body;
   EXPECT_EQ(r.headers.Find("retry-after"), "17");
-  EXPECT_EQ(server_->requests(), 2);  // not retried
+  EXPECT_EQ(server_->requests(), 1);  // not retried
 }
 
 // A plain 500 from the provider is a bad gateway in each front's shape, in the gateway's
