@@ -110,10 +110,17 @@ Result<uint16_t> Gateway::Start() {
   options.address = ctx_->config.listen_address;
   options.port = ctx_->config.listen_port;
   options.max_body_bytes = ctx_->config.max_body_bytes;
-  // The server's own errors (413, malformed HTTP 400, 503 while draining) in the shape of
-  // the path's API: Anthropic's under /v1/messages, OpenAI's elsewhere.
+  options.max_buffered_body_bytes = EffectiveMaxBufferedBodyBytes(ctx_->config);
+  options.max_connections = ctx_->config.max_connections;
+  // The server's own errors (413, malformed HTTP 400, 503 while draining or with no room
+  // for a body) in the shape and status of the path's API: Anthropic's under /v1/messages
+  // (overload, kUnavailable, is 529 overloaded_error there), OpenAI's elsewhere.
   options.error_body = [](std::string_view path, const Status& status) {
     return IsAnthropicPath(path) ? api::anthropic::ErrorBody(status) : api::OpenAiErrorBody(status);
+  };
+  options.error_status = [](std::string_view path, const Status& status) {
+    return IsAnthropicPath(path) ? api::anthropic::ErrorHttpStatus(status.code())
+                                 : HttpStatusFor(status.code());
   };
   // ... and with the request id a client can quote (its own x-request-id, else a new one).
   options.error_headers = [ctx = ctx_](const http::Headers& request_headers) {

@@ -113,6 +113,8 @@ void Server::StopAccepting() {
 
 size_t Server::OpenConnections() const { return impl_->open_sessions_; }
 
+size_t Server::BufferedBodyBytes() const { return impl_->body_budget_.used(); }
+
 size_t Server::ActiveRequests() const {
   size_t n = 0;
   for (const auto& w : impl_->sessions_) {

@@ -3,7 +3,8 @@
 //
 // Promises: keep-alive; request bodies above ServerOptions::max_body_bytes are refused
 // with 413 and an OpenAI-shaped error body, malformed HTTP with 400, unknown paths with
-// 404 (fallback handler if set); a handler learns that its client went away through
+// 404 (fallback handler if set), bodies beyond max_buffered_body_bytes held across all
+// connections with 503 and Retry-After; a handler learns that its client went away through
 // ResponseWriter::OnClose (a streaming response keeps reading the socket to notice EOF);
 // nothing a client sends can crash the process. HEAD (RFC 9110 section 9.3.2): a path
 // with a GET route and no HEAD route answers HEAD through the GET handler (Request::method
@@ -77,6 +78,12 @@ class ResponseWriter {
 
 using Handler = std::function<void(Request, std::shared_ptr<ResponseWriter>)>;
 
+// Retry-After (seconds) on a request refused for ServerOptions::max_buffered_body_bytes.
+// Our choice: the held bytes return as the requests in flight end, which is not known
+// ahead; 5 s is about what a 32 MiB body takes to arrive at 50 Mbit/s, and both the
+// openai and anthropic SDKs wait what Retry-After says (docs/reliability.md).
+inline constexpr int kBodyBudgetRetryAfterS = 5;
+
 struct ServerOptions {
   std::string address = "127.0.0.1";
   uint16_t port = 0;                         // 0: pick a free port
@@ -102,12 +109,27 @@ struct ServerOptions {
   // accepting until one closes: new connections wait in the kernel's listen backlog, so a
   // flood of clients costs no memory beyond the sockets the kernel holds.
   size_t max_connections = 0;
+  // Request-body bytes held at once across all connections at most (added; 0: no limit),
+  // counted from a request's header until its response has ended or its connection
+  // closed (what is counted, and why a declared Content-Length is reserved whole on the
+  // header: http/body_budget.h). A request whose Content-Length does not fit in what is
+  // left, or a chunked body that grows past it, is answered 503 (ErrorCode::kUnavailable,
+  // through error_status, error_body and error_headers) with `Retry-After:
+  // kBodyBudgetRetryAfterS` and the connection closed, its body drained unread. Bodies
+  // of at most 64 KiB (body_budget.h kAlwaysAdmittedBodyBytes) are never refused: with
+  // max_connections the bytes held stay below this + max_connections x 64 KiB. Set it at
+  // least max_body_bytes, or a body between the two is always refused.
+  size_t max_buffered_body_bytes = 0;
   // Body of the errors the server answers itself (413 over max_body_bytes, 400 malformed
   // HTTP, 404 without a route or fallback, 503 while draining, 500 when a handler dropped
   // its writer) for a request to `path` (its target without the query; empty when not
   // even the request line could be read), so that each API's paths get its own error
   // shape (added). Unset: api::OpenAiErrorBody. Always served as application/json.
   std::function<std::string(std::string_view path, const Status& status)> error_body;
+  // The HTTP status of those same errors (added), so that an API with its own status for
+  // an error code gets it (Anthropic's 529 for kUnavailable under /v1/messages). Unset:
+  // HttpStatusFor(status.code()).
+  std::function<int(std::string_view path, const Status& status)> error_status;
   // Headers added to those same errors, given the request's headers as far as they were
   // read (none for a request line that did not parse): the gateway adds x-request-id, so
   // that a client can quote even these errors (added). Unset: none.
@@ -151,6 +173,9 @@ class Server {
   size_t ActiveRequests() const;
   // Connections open now (accepted, not yet closed).
   size_t OpenConnections() const;
+  // Request-body bytes held now (ServerOptions::max_buffered_body_bytes; counted also
+  // without a limit).
+  size_t BufferedBodyBytes() const;
   void Stop();
 
  private:

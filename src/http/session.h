@@ -26,6 +26,12 @@
 // header; a pipelined request already in the buffer skips the idle wait. The body then
 // has body_timeout_s.
 //
+// Body budget (ServerOptions::max_buffered_body_bytes, body_budget.h): a request's
+// Content-Length is reserved on its header (no room: RefuseBody, before the body is
+// read), a chunked body grows its share after each read (ReadBody); the share returns
+// when the response ends or the connection closes, whatever closed it (error, timeout,
+// client gone, server stop).
+//
 // Thread-safety: a Session and its Writer run on the connection's strand.
 #pragma once
 
@@ -43,6 +49,7 @@
 #include <optional>
 
 #include "api/openai/error.h"
+#include "http/body_budget.h"
 #include "http/server.h"
 #include "http/wire.h"
 
@@ -96,6 +103,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   ServerCore(asio::io_context& io, ServerOptions options)
       : io_(io),
         options_(std::move(options)),
+        body_budget_(options_.max_buffered_body_bytes),
         acceptor_(io),
         retry_timer_(io),
         tls_reload_timer_(io) {}
@@ -124,6 +132,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
 
   asio::io_context& io_;
   ServerOptions options_;
+  BodyBudget body_budget_;  // ServerOptions::max_buffered_body_bytes
   tcp::acceptor acceptor_;
   asio::steady_timer retry_timer_;
   std::map<std::pair<std::string, std::string>, Handler> routes_;
@@ -143,6 +152,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, std::shared_ptr<ServerCore> server)
       : socket_(std::move(socket)),
         server_(std::move(server)),
+        body_share_(server_->body_budget_),
         drain_timer_(socket_.get_executor()),
         idle_timer_(socket_.get_executor()) {
     if (server_->tls_) {
@@ -293,6 +303,8 @@ class Session : public std::enable_shared_from_this<Session> {
         return SendErrorAndClose(s, head.path, std::move(head.headers));
       }
     }
+    // A declared length is reserved whole before any byte of it is read (body_budget.h).
+    if (!body_share_.GrowTo(parser_->content_length().value_or(0))) return RefuseBody();
     if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
       Queue("HTTP/1.1 100 Continue\r\n\r\n", false);
     }
@@ -300,15 +312,42 @@ class Session : public std::enable_shared_from_this<Session> {
     head_only_ = req.method() == bhttp::verb::head;
     awaiting_body_ = true;
     ArmIdleTimer(server_->options_.body_timeout_s);
+    parser_->eager(true);  // each read parses all it got (as bhttp::async_read does)
+    ReadBody();
+  }
+
+  // Reads the body one read at a time, so that a chunked body is counted as it grows
+  // (body_share_), then dispatches the request.
+  void ReadBody() {
+    if (parser_->is_done()) {
+      awaiting_body_ = false;
+      idle_timer_.cancel();
+      return Dispatch();
+    }
     WithStream([this](auto& stream) {
-      bhttp::async_read(stream, buffer_, *parser_,
-                        [self = shared_from_this()](beast::error_code ec, size_t) {
-                          self->awaiting_body_ = false;
-                          self->idle_timer_.cancel();
-                          if (ec) return self->OnReadError(ec);
-                          self->Dispatch();
-                        });
+      bhttp::async_read_some(
+          stream, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+            if (self->closed_) return;
+            if (ec || !self->body_share_.GrowTo(self->parser_->get().body().size())) {
+              self->awaiting_body_ = false;
+              self->idle_timer_.cancel();
+              return ec ? self->OnReadError(ec) : self->RefuseBody();
+            }
+            self->ReadBody();
+          });
     });
+  }
+
+  // No room for this request's body in ServerOptions::max_buffered_body_bytes: 503 with
+  // Retry-After, and the connection closes, the rest of the body drained unread.
+  void RefuseBody() {
+    head_only_ = parser_->get().method() == bhttp::verb::head;
+    Headers retry;
+    retry.Add("Retry-After", std::to_string(kBodyBudgetRetryAfterS));
+    SendErrorAndClose(Status(ErrorCode::kUnavailable,
+                             "The server is receiving too many request bodies at once; retry "
+                             "the request later."),
+                      std::nullopt, std::nullopt, std::move(retry));
   }
 
   void OnReadError(beast::error_code ec) {
@@ -384,12 +423,22 @@ class Session : public std::enable_shared_from_this<Session> {
     return h;
   }
 
+  // The HTTP status of an error the server answers itself (ServerOptions::error_status).
+  int ErrorStatus(std::string_view path, const Status& status) const {
+    if (server_->options_.error_status) return server_->options_.error_status(path, status);
+    return HttpStatusFor(status.code());
+  }
+
+  // `more`: headers added after error_headers' (e.g. Retry-After).
   void SendErrorAndClose(const Status& status, std::optional<std::string> path = std::nullopt,
-                         std::optional<Headers> request_headers = std::nullopt) {
+                         std::optional<Headers> request_headers = std::nullopt, Headers more = {}) {
     keep_alive_ = false;
-    std::string body = ErrorBody(path ? *path : CurrentPath(), status);
+    body_share_.Release();  // the body, read or not, goes nowhere
+    const std::string error_path = path ? *path : CurrentPath();
+    std::string body = ErrorBody(error_path, status);
     Headers extra = ErrorHeaders(request_headers ? *request_headers : ParsedHeaders());
-    Queue(FormatHead(HttpStatusFor(status.code()), "application/json", extra, false,
+    for (auto& [name, value] : more.items) extra.Add(std::move(name), std::move(value));
+    Queue(FormatHead(ErrorStatus(error_path, status), "application/json", extra, false,
                      BodyFraming::kContentLength, body.size()) +
               body,
           true);
@@ -423,7 +472,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const Handler* handler = server_->FindHandler(request.method, request.path);
     if (handler == nullptr) {
       Status nf(ErrorCode::kNotFound, "Not found: " + request.method + " " + request.path);
-      writer->Send(HttpStatusFor(nf.code()), "application/json", ErrorBody(request.path, nf),
+      writer->Send(ErrorStatus(request.path, nf), "application/json", ErrorBody(request.path, nf),
                    ErrorHeaders(request.headers));
       return;
     }
@@ -481,6 +530,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void FinishResponse() {
     response_done_ = false;
     in_request_ = false;
+    body_share_.Release();
     writer_.reset();
     if (!keep_alive_ || server_->draining_) return GracefulClose();
     if (watching_) {
@@ -523,6 +573,7 @@ class Session : public std::enable_shared_from_this<Session> {
     closed_ = true;
     asio::post(server_->io_, [server = server_] { server->SessionClosed(); });
     in_request_ = false;
+    body_share_.Release();
     out_.clear();
     pending_ = 0;
     beast::error_code ec;
@@ -536,6 +587,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
   tcp::socket socket_;
   std::shared_ptr<ServerCore> server_;
+  // This request's share of ServerOptions::max_buffered_body_bytes: from its header until
+  // its response ended (FinishResponse) or the connection closed (ClientGone).
+  BodyReservation body_share_;
   std::shared_ptr<asio::ssl::context> tls_context_;     // the context tls_ was made with
   std::optional<asio::ssl::stream<tcp::socket&>> tls_;  // HTTPS sessions
   asio::steady_timer drain_timer_;

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -136,27 +137,30 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode,
     throw ConfigError(std::string("gateway config: invalid YAML: ") + e.what());
   }
   if (!root.IsMap()) throw ConfigError("gateway config: expected a map at the top level");
-  CheckKeys(root, "", {"listen",
-                       "strategy",
-                       "scrape_interval_s",
-                       "time_scale",
-                       "request_timeout_s",
-                       "max_body_bytes",
-                       "block_chars",
-                       "router_seed",
-                       "drain_timeout_s",
-                       "upstream_streaming",
-                       "pools",
-                       "tenants",
-                       "providers",
-                       "policies",
-                       "tagging",
-                       "admission",
-                       "backpressure",
-                       "server_timeouts",
-                       "log_format",
-                       "log_level",
-                       "accounting"});
+  CheckKeys(root, "",
+            {"listen",
+             "strategy",
+             "scrape_interval_s",
+             "time_scale",
+             "request_timeout_s",
+             "max_body_bytes",
+             "max_buffered_body_bytes",
+             "max_connections",
+             "block_chars",
+             "router_seed",
+             "drain_timeout_s",
+             "upstream_streaming",
+             "pools",
+             "tenants",
+             "providers",
+             "policies",
+             "tagging",
+             "admission",
+             "backpressure",
+             "server_timeouts",
+             "log_format",
+             "log_level",
+             "accounting"});
   GatewayConfig c;
   if (const auto listen = root["listen"]) {
     if (!listen.IsMap()) Fail("listen", "expected a map with address, port");
@@ -212,6 +216,21 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode,
     auto v = Scalar<long long>(root["max_body_bytes"], "max_body_bytes", "an integer");
     if (v <= 0) Fail("max_body_bytes", "must be > 0");
     c.max_body_bytes = static_cast<size_t>(v);
+  }
+  if (root["max_buffered_body_bytes"]) {
+    auto v =
+        Scalar<long long>(root["max_buffered_body_bytes"], "max_buffered_body_bytes", "an integer");
+    if (v < 0) Fail("max_buffered_body_bytes", "must be >= 0 (0: no limit)");
+    if (v > 0 && static_cast<unsigned long long>(v) < c.max_body_bytes)
+      Fail("max_buffered_body_bytes",
+           "must be at least max_body_bytes (" + std::to_string(c.max_body_bytes) +
+               "), or 0 for no limit: a body between the two could never be read");
+    c.max_buffered_body_bytes = static_cast<size_t>(v);
+  }
+  if (root["max_connections"]) {
+    auto v = Scalar<long long>(root["max_connections"], "max_connections", "an integer");
+    if (v < 0) Fail("max_connections", "must be >= 0 (0: no limit)");
+    c.max_connections = static_cast<size_t>(v);
   }
   if (root["block_chars"]) {
     auto v = Scalar<long long>(root["block_chars"], "block_chars", "an integer");
@@ -293,6 +312,13 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode,
     c.pools.push_back(std::move(pool));
   }
   return c;
+}
+
+size_t EffectiveMaxBufferedBodyBytes(const GatewayConfig& config) {
+  if (config.max_buffered_body_bytes) return *config.max_buffered_body_bytes;
+  constexpr size_t kBodies = 8;  // config.h: the default is 8 x max_body_bytes
+  const size_t max = std::numeric_limits<size_t>::max();
+  return config.max_body_bytes > max / kBodies ? max : config.max_body_bytes * kBodies;
 }
 
 uint64_t EffectiveRouterSeed(const GatewayConfig& config, uint64_t drawn) {

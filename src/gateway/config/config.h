@@ -12,6 +12,8 @@
 //   time_scale: 1.0                             # router clock = RealClock(time_scale)
 //   request_timeout_s: 600                      # model seconds for one upstream call
 //   max_body_bytes: 33554432                    # larger request bodies get 413
+//   max_buffered_body_bytes: 268435456          # all bodies being held at once; see below
+//   max_connections: 4096                       # open client connections; see below
 //   block_chars: 128                            # prefix-index block size (characters)
 //   router_seed: 42                             # tie-break seed; default drawn at start-up
 //   drain_timeout_s: 30                         # real seconds; see below
@@ -74,6 +76,14 @@
 // TLS handshake included, after accept); `keep_alive_s`, an idle kept-alive connection is
 // closed after this (uvicorn's default, as vLLM); `body_s`, a request's body must arrive
 // within this after its header.
+// max_buffered_body_bytes: request-body bytes the gateway holds at once across all
+// connections, from a request's header until its response ends (http/server.h,
+// http/body_budget.h); a request whose body does not fit is answered 503 (529
+// overloaded_error on /v1/messages) with Retry-After and its connection closed, its body
+// unread. Bodies of at most 64 KiB are never refused. Absent: 8 x max_body_bytes; 0: no
+// limit; else at least max_body_bytes. max_connections: client connections open at once
+// (0: no limit); at the limit new ones wait in the kernel's listen backlog. With both,
+// what the bodies hold is at most max_buffered_body_bytes + max_connections x 64 KiB.
 // log_format / log_level: see common/logging.h; the command line's --log-format and
 // --log-level override them, SIGUSR1 / SIGUSR2 step the level at run time.
 // Several pools may serve the same or different models. Unknown keys are errors
@@ -183,6 +193,18 @@ struct GatewayConfig {
   // request timeout, so this only bounds a hung upstream.
   double request_timeout_s = 600;
   size_t max_body_bytes = 32 * 1024 * 1024;
+  // Request-body bytes held at once across all connections (0: no limit); none: 8 x
+  // max_body_bytes (EffectiveMaxBufferedBodyBytes). 8 is our choice: the default 256 MiB
+  // is a quarter of the Helm chart's 1 GiB gateway memory limit, eight bodies of the
+  // largest size at once, tens of thousands of typical (few-KiB) chat bodies.
+  std::optional<size_t> max_buffered_body_bytes;
+  // Client connections open at once (0: no limit). 4096: our choice, sized so that what
+  // the connections themselves may hold stays within the Helm chart's 1 GiB limit beside
+  // the body cap: up to 64 KiB of an always-admitted small body, 64 KiB of pipelined
+  // bytes in the read buffer (http/session.h) and an 8 KiB header (Beast's default
+  // header limit) each, about 544 MiB in all; more clients wait in the listen backlog
+  // (SOMAXCONN, 4096 since Linux 5.4).
+  size_t max_connections = 4096;
   // Matches RouterConfig's default block size.
   size_t block_chars = 128;
   std::optional<uint64_t> router_seed;  // none: drawn at start-up (see above)
@@ -206,6 +228,10 @@ struct GatewayConfig {
 // line (it overrides the config), else config.drain_timeout_s.
 double EffectiveDrainTimeoutS(const GatewayConfig& config,
                               std::optional<double> cli_drain_timeout_s);
+
+// The request-body cap in use: config.max_buffered_body_bytes when given, else 8 x
+// config.max_body_bytes (saturating).
+size_t EffectiveMaxBufferedBodyBytes(const GatewayConfig& config);
 
 // The router's tie-break seed: config.router_seed when given, else `drawn` (the caller's
 // draw from a random source, one per process).

@@ -250,6 +250,44 @@ TEST(GatewayConfig, AdmissionBackpressureAndMaxInFlight) {
             std::string::npos);
 }
 
+// max_buffered_body_bytes defaults to 8 x max_body_bytes (256 MiB), max_connections to
+// 4096; 0 turns either limit off; a body cap below max_body_bytes is refused.
+TEST(GatewayConfig, BodyCapAndMaxConnectionsDefaultsAndValidation) {
+  const std::string pool = "pools: [{name: p, model: m, endpoints: ['http://h:1']}]\n";
+  GatewayConfig c = ParseGatewayConfig(pool);
+  EXPECT_FALSE(c.max_buffered_body_bytes.has_value());
+  EXPECT_EQ(EffectiveMaxBufferedBodyBytes(c), 256u << 20);
+  EXPECT_EQ(c.max_connections, 4096u);
+  EXPECT_EQ(EffectiveMaxBufferedBodyBytes(GatewayConfig{}), 256u << 20);
+  c = ParseGatewayConfig(pool + "max_body_bytes: 1000\n");
+  EXPECT_EQ(EffectiveMaxBufferedBodyBytes(c), 8000u);  // follows max_body_bytes
+  c = ParseGatewayConfig(pool +
+                         "max_buffered_body_bytes: 5000\nmax_body_bytes: 1000\n"
+                         "max_connections: 12\n");
+  EXPECT_EQ(EffectiveMaxBufferedBodyBytes(c), 5000u);
+  EXPECT_EQ(c.max_connections, 12u);
+  c = ParseGatewayConfig(pool + "max_buffered_body_bytes: 0\nmax_connections: 0\n");
+  EXPECT_EQ(EffectiveMaxBufferedBodyBytes(c), 0u);  // no limit
+  EXPECT_EQ(c.max_connections, 0u);
+  c = ParseGatewayConfig(pool + "max_buffered_body_bytes: 1000\nmax_body_bytes: 1000\n");
+  EXPECT_EQ(EffectiveMaxBufferedBodyBytes(c), 1000u);
+  EXPECT_NE(ErrorOf(pool + "max_buffered_body_bytes: 999\nmax_body_bytes: 1000\n")
+                .find("max_buffered_body_bytes: must be at least max_body_bytes (1000)"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pool + "max_buffered_body_bytes: 1048576\n")
+                .find("max_buffered_body_bytes: must be at least max_body_bytes (33554432)"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pool + "max_buffered_body_bytes: -1\n").find("max_buffered_body_bytes: must"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pool + "max_buffered_body_bytes: lots\n").find("max_buffered_body_bytes"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pool + "max_connections: -5\n").find("max_connections: must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(pool + "max_connections: 1.5\n").find("max_connections"), std::string::npos);
+  EXPECT_NE(ErrorOf(pool + "max_connection: 5\n").find("max_connection: unknown field"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kinference::gateway
 
