@@ -292,15 +292,16 @@ class Session : public std::enable_shared_from_this<Session> {
     idle_timer_.cancel();
     if (ec) return OnReadError(ec);
     const auto& req = parser_->get();
+    // The one copy of the request's head: header_check sees it, Dispatch adds the body.
+    request_ = Request{};
+    request_.method = std::string(req.method_string());
+    request_.target = std::string(req.target());
+    request_.path = request_.target.substr(0, request_.target.find('?'));
+    request_.headers = ParsedHeaders();
     if (server_->options_.header_check) {
-      Request head;
-      head.method = std::string(req.method_string());
-      head.target = std::string(req.target());
-      head.path = head.target.substr(0, head.target.find('?'));
-      head.headers = ParsedHeaders();
-      if (Status s = server_->options_.header_check(head); !s.ok()) {
+      if (Status s = server_->options_.header_check(request_); !s.ok()) {
         head_only_ = req.method() == bhttp::verb::head;
-        return SendErrorAndClose(s, head.path, std::move(head.headers));
+        return SendErrorAndClose(s, request_.path, &request_.headers);
       }
     }
     // A declared length is reserved whole before any byte of it is read (body_budget.h).
@@ -347,7 +348,7 @@ class Session : public std::enable_shared_from_this<Session> {
     SendErrorAndClose(Status(ErrorCode::kUnavailable,
                              "The server is receiving too many request bodies at once; retry "
                              "the request later."),
-                      std::nullopt, std::nullopt, std::move(retry));
+                      std::nullopt, nullptr, std::move(retry));
   }
 
   void OnReadError(beast::error_code ec) {
@@ -429,9 +430,10 @@ class Session : public std::enable_shared_from_this<Session> {
     return HttpStatusFor(status.code());
   }
 
-  // `more`: headers added after error_headers' (e.g. Retry-After).
+  // `request_headers`: those of the request refused (default: as far as parsed); `more`:
+  // headers added after error_headers' (e.g. Retry-After).
   void SendErrorAndClose(const Status& status, std::optional<std::string> path = std::nullopt,
-                         std::optional<Headers> request_headers = std::nullopt, Headers more = {}) {
+                         const Headers* request_headers = nullptr, Headers more = {}) {
     keep_alive_ = false;
     body_share_.Release();  // the body, read or not, goes nowhere
     const std::string error_path = path ? *path : CurrentPath();
@@ -445,23 +447,16 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Dispatch() {
-    std::string path = CurrentPath();
     auto msg = parser_->release();
     parser_.reset();
-    Request request;
-    for (const auto& f : msg) {
-      request.headers.Add(std::string(f.name_string()), std::string(f.value()));
-    }
+    Request request = std::move(request_);  // its head, from OnHeader
     if (server_->draining_) {
       // Draining (Server::StopAccepting): refuse new requests on kept-alive connections.
       return SendErrorAndClose(
-          Status(ErrorCode::kUnavailable, "The server is shutting down; retry the request."), path,
-          std::move(request.headers));
+          Status(ErrorCode::kUnavailable, "The server is shutting down; retry the request."),
+          request.path, &request.headers);
     }
     in_request_ = true;
-    request.method = std::string(msg.method_string());
-    request.target = std::string(msg.target());
-    request.path = request.target.substr(0, request.target.find('?'));
     request.body = std::move(msg.body());
     served_path_ = request.path;
     keep_alive_ = msg.keep_alive() && msg.version() >= 11;
@@ -597,6 +592,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool awaiting_body_ = false;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  Request request_;  // the head of the request being read (OnHeader), its body once read
   std::weak_ptr<Writer> writer_;
   std::string served_path_;  // path of the request dispatched last
   std::deque<std::string> out_;
