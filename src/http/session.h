@@ -44,9 +44,12 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <cctype>
 #include <deque>
 #include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "api/openai/error.h"
 #include "http/body_budget.h"
@@ -146,6 +149,109 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   size_t open_sessions_ = 0;    // accepted and not yet closed
   bool accept_paused_ = false;  // at max_connections: Accept resumes on SessionClosed
 };
+
+// The elements of a comma-separated header list over all of `req`'s `field` lines
+// (RFC 9110 section 5.3: lines of one field combine as a list), lower-cased, parameters
+// (";...") and optional whitespace dropped, empty elements skipped (section 5.6.1).
+inline std::vector<std::string> ListElements(const bhttp::request_header<>& req,
+                                             bhttp::field field) {
+  std::vector<std::string> out;
+  for (auto [it, end] = req.equal_range(field); it != end; ++it) {
+    std::string_view v = it->value();
+    while (!v.empty()) {
+      size_t comma = v.find(',');
+      std::string_view e = v.substr(0, comma);
+      v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+      e = e.substr(0, e.find(';'));
+      while (!e.empty() && (e.front() == ' ' || e.front() == '\t')) e.remove_prefix(1);
+      while (!e.empty() && (e.back() == ' ' || e.back() == '\t')) e.remove_suffix(1);
+      if (e.empty()) continue;
+      std::string lower(e);
+      std::transform(lower.begin(), lower.end(), lower.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      out.push_back(std::move(lower));
+    }
+  }
+  return out;
+}
+
+// Whether `v` can be a Host field value: uri-host [ ":" port ] (RFC 9110 section 7.2),
+// checked by its characters (RFC 3986 section 3.2.2: reg-name's unreserved, pct-encoded
+// and sub-delims, an IP-literal's brackets and colons). Empty is valid (section 7.2: a
+// target without authority).
+inline bool ValidHostValue(std::string_view v) {
+  return std::all_of(v.begin(), v.end(), [](unsigned char c) {
+    return std::isalnum(c) || std::string_view("-._~%!$&'()*+,;=:[]").find(static_cast<char>(c)) !=
+                                  std::string_view::npos;
+  });
+}
+
+// What the server refuses in a request's head before reading its body, beyond what
+// Beast's parser refuses itself (which: docs/reliability.md "Request parsing",
+// tests/http/server_parsing_test.cc). Each refusal
+// closes the connection (SendErrorAndClose), the body unread, so that no byte of it can
+// be taken for a next request (request smuggling).
+//  - Transfer-Encoding (RFC 9112 section 6.1, 6.3): in an HTTP/1.0 request, 400 (framing
+//    faulty); beside a Content-Length, 400 (the server MAY reject, and Beast takes the
+//    Content-Length when the Transfer-Encoding does not end in chunked: the smuggling
+//    vector); a final coding other than chunked, or chunked applied twice (section 7),
+//    400; any other coding before it (gzip, deflate, ...; none is decoded here), 501.
+//  - Host (RFC 9112 section 3.2): missing from an HTTP/1.1 request, repeated, or an
+//    invalid value: 400. An HTTP/1.0 request may come without one.
+//  - Content-Encoding (RFC 9110 section 8.4, 15.5.16): a body in any coding but identity
+//    is 415 with `Accept-Encoding: identity` (section 12.5.3: the codings that would be
+//    accepted); a request without a body may carry the field.
+// A refusal's Status is kInvalidArgument (its error body: an invalid request in each
+// API's shape); the HTTP status is `http_status` (no ErrorCode maps to 415 or 501).
+struct HeadRefusal {
+  int http_status;
+  Status status;
+  Headers extra;  // headers the error carries
+};
+inline std::optional<HeadRefusal> CheckRequestHead(
+    const bhttp::request_parser<bhttp::string_body>& parser) {
+  auto refuse = [](int http_status, std::string message, Headers extra = {}) {
+    return HeadRefusal{http_status, Status(ErrorCode::kInvalidArgument, std::move(message)),
+                       std::move(extra)};
+  };
+  const auto& req = parser.get();
+  if (req.count(bhttp::field::transfer_encoding) > 0) {
+    if (req.version() < 11) {
+      return refuse(400, "Malformed HTTP request: Transfer-Encoding in an HTTP/1.0 request.");
+    }
+    if (req.count(bhttp::field::content_length) > 0) {
+      return refuse(400, "Malformed HTTP request: both Transfer-Encoding and Content-Length.");
+    }
+    std::vector<std::string> codings = ListElements(req, bhttp::field::transfer_encoding);
+    if (codings.empty() || codings.back() != "chunked" || !parser.chunked() ||
+        std::count(codings.begin(), codings.end(), "chunked") > 1) {
+      return refuse(400, "Malformed HTTP request: Transfer-Encoding must end in chunked, once.");
+    }
+    if (codings.size() > 1) {
+      return refuse(501, "Transfer coding '" + codings.front() + "' is not supported.");
+    }
+  }
+  if (const size_t hosts = req.count(bhttp::field::host);
+      hosts > 1 || (hosts == 0 && req.version() >= 11) ||
+      (hosts == 1 && !ValidHostValue(req[bhttp::field::host]))) {
+    return refuse(400, hosts == 0
+                           ? "Malformed HTTP request: an HTTP/1.1 request needs a Host header."
+                           : "Malformed HTTP request: one valid Host header expected.");
+  }
+  const auto length = parser.content_length();
+  if (parser.chunked() || (length && *length > 0)) {
+    for (const std::string& coding : ListElements(req, bhttp::field::content_encoding)) {
+      if (coding == "identity") continue;
+      Headers accept;
+      accept.Add("Accept-Encoding", "identity");
+      return refuse(415,
+                    "Content-Encoding '" + coding +
+                        "' is not supported for request bodies; send the body uncompressed.",
+                    std::move(accept));
+    }
+  }
+  return std::nullopt;
+}
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
@@ -298,6 +404,11 @@ class Session : public std::enable_shared_from_this<Session> {
     request_.target = std::string(req.target());
     request_.path = request_.target.substr(0, request_.target.find('?'));
     request_.headers = ParsedHeaders();
+    if (auto refusal = CheckRequestHead(*parser_)) {
+      head_only_ = req.method() == bhttp::verb::head;
+      return SendErrorAndClose(refusal->status, request_.path, &request_.headers,
+                               std::move(refusal->extra), refusal->http_status);
+    }
     if (server_->options_.header_check) {
       if (Status s = server_->options_.header_check(request_); !s.ok()) {
         head_only_ = req.method() == bhttp::verb::head;
@@ -431,17 +542,19 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // `request_headers`: those of the request refused (default: as far as parsed); `more`:
-  // headers added after error_headers' (e.g. Retry-After).
+  // headers added after error_headers' (e.g. Retry-After, 415's Accept-Encoding);
+  // `http_status`: when not ErrorStatus (0; CheckRequestHead's 415 and 501).
   void SendErrorAndClose(const Status& status, std::optional<std::string> path = std::nullopt,
-                         const Headers* request_headers = nullptr, Headers more = {}) {
+                         const Headers* request_headers = nullptr, Headers more = {},
+                         int http_status = 0) {
     keep_alive_ = false;
     body_share_.Release();  // the body, read or not, goes nowhere
     const std::string error_path = path ? *path : CurrentPath();
     std::string body = ErrorBody(error_path, status);
     Headers extra = ErrorHeaders(request_headers ? *request_headers : ParsedHeaders());
     for (auto& [name, value] : more.items) extra.Add(std::move(name), std::move(value));
-    Queue(FormatHead(ErrorStatus(error_path, status), "application/json", extra, false,
-                     BodyFraming::kContentLength, body.size()) +
+    Queue(FormatHead(http_status ? http_status : ErrorStatus(error_path, status),
+                     "application/json", extra, false, BodyFraming::kContentLength, body.size()) +
               body,
           true);
   }
