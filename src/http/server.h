@@ -4,8 +4,15 @@
 // Promises: keep-alive; request bodies above ServerOptions::max_body_bytes are refused
 // with 413 and an OpenAI-shaped error body, malformed HTTP with 400, unknown paths with
 // 404 (fallback handler if set), bodies beyond max_buffered_body_bytes held across all
-// connections with 503 and Retry-After; a handler learns that its client went away through
-// ResponseWriter::OnClose (a streaming response keeps reading the socket to notice EOF);
+// connections with 503 and Retry-After; a request head that frames its body ambiguously
+// or in a way not served (Transfer-Encoding beside Content-Length or not ending in chunked,
+// an HTTP/1.1 request without exactly one valid Host, a body in a Content-Encoding other
+// than identity) with 400, 501 or 415 before any of its body is read, the connection
+// closed (RFC 9112 sections 3.2, 6.1, 6.3; RFC 9110 section 15.5.16; the list and its
+// reasons: CheckRequestHead in session.h, docs/reliability.md "Request parsing"); trailer
+// fields of a chunked body never reach Request::headers; a handler learns that its
+// client went away through ResponseWriter::OnClose (a streaming response keeps reading
+// the socket to notice EOF);
 // nothing a client sends can crash the process. HEAD (RFC 9110 section 9.3.2): a path
 // with a GET route and no HEAD route answers HEAD through the GET handler (Request::method
 // stays "HEAD"), and no response to a HEAD request carries a body: its status and headers
@@ -139,7 +146,9 @@ struct ServerOptions {
   // status is answered at once like the server's own errors (error_body, error_headers,
   // HttpStatusFor) and the connection closed, its body drained unread, so that a request
   // refused on its header (e.g. no valid key) does not first buffer up to max_body_bytes.
-  // Unset or OK: the body is read and the request routed as usual.
+  // Unset or OK: the body is read and the request routed as usual. Runs only for a head
+  // the server itself accepted (CheckRequestHead in session.h refuses first), and sees
+  // the same Request object the handler later gets with its body.
   std::function<Status(const Request& head)> header_check;
   // Non-empty: clients must present a certificate that verifies against this PEM CA
   // bundle (mutual TLS); handshakes without one fail.
