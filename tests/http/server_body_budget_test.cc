@@ -72,18 +72,6 @@ class BodyBudgetTest : public ServerFixture {
     boost::asio::write(*s, boost::asio::buffer(bytes));
     return s;
   }
-  // Reads until the server closes.
-  static std::string ReadToEnd(tcp::socket& s) {
-    std::string got;
-    char buf[4096];
-    boost::system::error_code ec;
-    while (true) {
-      size_t n = s.read_some(boost::asio::buffer(buf), ec);
-      if (ec) break;
-      got.append(buf, n);
-    }
-    return got;
-  }
   std::string PostWhole(const std::string& path, size_t length) {
     return RawExchange("POST " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" +
                        "Content-Length: " + std::to_string(length) + "\r\n\r\n" +
@@ -199,7 +187,7 @@ TEST_F(BodyBudgetTest, BytesReturnWhenTheBodyTimesOut) {
   o.body_timeout_s = 0.3;
   Start(o);
   auto first = Partial("/up", kLarge, 1000);
-  ReadToEnd(*first);  // the server closes it at the timeout
+  ::kinference::testing::ReadUntil(*first);  // the server closes it at the timeout
   EXPECT_TRUE(WaitBuffered(0));
   std::string got = PostWhole("/up", kLarge);
   EXPECT_NE(got.find("HTTP/1.1 200"), std::string::npos) << got;

@@ -28,12 +28,7 @@ class ErrorShapeTest : public ServerFixture {
         w->Send(200, "application/json", "{}");
       });
     };
-    o.error_headers = [](const Headers& request_headers) {
-      Headers out;
-      std::string_view given = request_headers.Find("x-request-id");
-      out.Add("x-request-id", given.empty() ? "made-here" : std::string(given));
-      return out;
-    };
+    o.error_headers = EchoRequestId;
     StartServer(o);
   }
 };

@@ -51,6 +51,15 @@ class ServerFixture : public ::testing::Test {
     return ::kinference::testing::RawExchange(port_, bytes, until);
   }
 
+  // ServerOptions::error_headers for tests of the server's own errors: the request's
+  // x-request-id echoed, "made-here" when it had none.
+  static Headers EchoRequestId(const Headers& request_headers) {
+    Headers out;
+    std::string_view given = request_headers.Find("x-request-id");
+    out.Add("x-request-id", given.empty() ? "made-here" : std::string(given));
+    return out;
+  }
+
   boost::asio::io_context io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_{
       io_.get_executor()};

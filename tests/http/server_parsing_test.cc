@@ -36,12 +36,7 @@ class ParsingTest : public ServerFixture {
     o.error_body = [](std::string_view path, const Status& s) {
       return "{\"shaped_for\":\"" + std::string(path) + "\",\"message\":\"" + s.message() + "\"}";
     };
-    o.error_headers = [](const Headers& request_headers) {
-      Headers out;
-      std::string_view given = request_headers.Find("x-request-id");
-      out.Add("x-request-id", given.empty() ? "made-here" : std::string(given));
-      return out;
-    };
+    o.error_headers = EchoRequestId;
     StartServer(o);
   }
 

@@ -9,6 +9,10 @@ std::string RawExchange(uint16_t port, const std::string& bytes, const std::stri
   boost::asio::ip::tcp::socket s(io);
   s.connect({boost::asio::ip::make_address("127.0.0.1"), port});
   boost::asio::write(s, boost::asio::buffer(bytes));
+  return ReadUntil(s, until);
+}
+
+std::string ReadUntil(boost::asio::ip::tcp::socket& s, const std::string& until) {
   std::string got;
   char buf[4096];
   boost::system::error_code ec;

@@ -10,10 +10,12 @@
 
 #include "fake_upstream.h"
 #include "gateway_harness.h"
+#include "testing/wire.h"
 
 namespace kinference::gateway {
 namespace {
 
+using ::kinference::testing::ReadUntil;
 using testing::FakeMode;
 using testing::FakeUpstream;
 using tcp = boost::asio::ip::tcp;
@@ -47,18 +49,6 @@ class BodyCapProxyTest : public testing::GatewayHarness {
     auto s = std::make_unique<tcp::socket>(client_io_);
     s->connect({boost::asio::ip::make_address("127.0.0.1"), port_});
     return s;
-  }
-  // Reads from `s` until `until` appears (or, empty, until the gateway closes).
-  static std::string ReadUntil(tcp::socket& s, const std::string& until = {}) {
-    std::string got;
-    char buf[4096];
-    boost::system::error_code ec;
-    while (until.empty() || got.find(until) == std::string::npos) {
-      size_t n = s.read_some(boost::asio::buffer(buf), ec);
-      if (ec) break;
-      got.append(buf, n);
-    }
-    return got;
   }
   // What the gateway answers a header announcing `length` body bytes (none sent).
   std::string HeaderOnly(const std::string& path, size_t length) {
