@@ -143,7 +143,8 @@ PriceTable ParsePrices(const YAML::Node& node) {
 
 EstimateConfig ParseEstimate(const YAML::Node& node) {
   const std::string w = "accounting.estimate";
-  CheckKeys(node, w, {"chars_per_token", "output_tokens"});
+  CheckKeys(node, w,
+            {"chars_per_token", "output_tokens", "context_tokens", "model_context_tokens"});
   EstimateConfig c;
   if (node["chars_per_token"]) {
     double v = 0;
@@ -157,7 +158,19 @@ EstimateConfig ParseEstimate(const YAML::Node& node) {
     c.chars_per_token = v;
   }
   if (node["output_tokens"])
-    c.output_tokens = Integer(node["output_tokens"], w + ".output_tokens", 0, 10'000'000);
+    Fail(w + ".output_tokens",
+         "no longer used: a request without max_tokens reserves its model's context window "
+         "(set context_tokens or model_context_tokens instead; docs/accounting.md)");
+  if (node["context_tokens"])
+    c.context_tokens = Integer(node["context_tokens"], w + ".context_tokens", 1, 100'000'000);
+  if (const YAML::Node m = node["model_context_tokens"]) {
+    const std::string mw = w + ".model_context_tokens";
+    if (!m.IsMap()) Fail(mw, "expected a map of model name to tokens");
+    for (const auto& kv : m) {
+      const std::string model = KeyName(kv.first, mw);
+      c.model_context_tokens[model] = Integer(kv.second, mw + "." + model, 1, 100'000'000);
+    }
+  }
   return c;
 }
 
@@ -339,6 +352,11 @@ AccountingConfig ParseAccountingConfig(const YAML::Node& node, const std::string
     }
   }
   return c;
+}
+
+int64_t EstimateConfig::ContextTokensFor(const std::string& model) const {
+  auto it = model_context_tokens.find(model);
+  return it == model_context_tokens.end() ? context_tokens : it->second;
 }
 
 }  // namespace kinference::accounting

@@ -20,11 +20,15 @@
 //       flush_interval_ms: 200        # the longest a finished request's record waits
 //       retention_days: 0             # delete older records (0: keep forever)
 //     prices: [...]                   # prices.h
-//     estimate: {chars_per_token: 4, output_tokens: 256}
-//                                     # reservations: prompt characters per token (4:
-//                                     # OpenAI's rule of thumb for English text) and
-//                                     # the completion tokens reserved when the request
-//                                     # sets no max_tokens
+//     estimate: {chars_per_token: 4, context_tokens: 131072,
+//                model_context_tokens: {gpt-4o: 128000}}
+//                                     # reservations (estimate.h): prompt characters per
+//                                     # token (4: OpenAI's rule of thumb for English
+//                                     # text), and the completion tokens reserved when a
+//                                     # request sets no max_tokens: its served model's
+//                                     # context window (model_context_tokens, else
+//                                     # context_tokens). `output_tokens` (before: a
+//                                     # fixed 256) is refused with a message saying so
 //     limits:
 //       default: {...}                # for tenants without an entry of their own
 //       tenants:
@@ -85,7 +89,12 @@ struct LedgerConfig {
 
 struct EstimateConfig {
   double chars_per_token = 4;
-  int64_t output_tokens = 256;
+  // Context window (tokens) of a served model without a model_context_tokens entry.
+  // 131072: the 128K window of the Llama 3.1 / Qwen 2.5 generation and of gpt-4o, which
+  // vLLM serves as max_model_len unless told otherwise; set the real one per model.
+  int64_t context_tokens = 131072;
+  std::map<std::string, int64_t> model_context_tokens;  // served model -> window
+  int64_t ContextTokensFor(const std::string& model) const;
 };
 
 struct RedisConfig {

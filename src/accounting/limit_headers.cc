@@ -42,6 +42,10 @@ void AddAnthropic(HeaderList& h, const char* what, const LimitStatus* s, double 
                  FormatRfc3339(std::ceil(now + s->reset_s)));
 }
 
+// The Unix second at which a wait of `wait_s` from `now` ends, rounded up, but not past a
+// whole second that now + wait_s misses by floating-point error (a window's end).
+double EndsAt(double now, double wait_s) { return std::ceil(now + wait_s - 1e-3); }
+
 std::string Amount(LimitKind kind, double v) {
   if (IsSpend(kind)) return FormatUsd(static_cast<NanoUsd>(v)) + " USD";
   return Int(v);
@@ -82,13 +86,23 @@ HeaderList AnthropicRateLimitHeaders(const Admission& a, double now) {
   return h;
 }
 
-HeaderList RetryAfterHeader(const Admission& a) {
+HeaderList RefusalHeaders(const Admission& a, double now) {
   if (a.admitted) return {};
-  double s = std::max(1.0, std::ceil(a.retry_after_s));
-  return {{"retry-after", Int(s)}};
+  if (PassesSoon(a)) return {{"retry-after", Int(std::max(1.0, std::ceil(a.retry_after_s)))}};
+  HeaderList h = {{"x-should-retry", "false"}};
+  if (a.exceeded && IsSpend(*a.exceeded)) {
+    if (const LimitStatus* s = Find(a, *a.exceeded)) {
+      h.emplace_back("x-kinference-budget-limit-usd", FormatUsd(static_cast<NanoUsd>(s->limit)));
+      h.emplace_back("x-kinference-budget-remaining-usd",
+                     FormatUsd(static_cast<NanoUsd>(s->remaining)));
+      h.emplace_back("x-kinference-budget-reset", FormatRfc3339(EndsAt(now, s->reset_s)));
+    }
+  }
+  return h;
 }
 
-std::string RefusalMessage(const Admission& a, const std::string& tenant, const Amounts& est) {
+std::string RefusalMessage(const Admission& a, const std::string& tenant, const Amounts& est,
+                           double now) {
   if (a.unavailable)
     return fmt::format(
         "Rate limits for tenant {} cannot be checked (the limit store is unreachable) and "
@@ -126,8 +140,15 @@ std::string RefusalMessage(const Admission& a, const std::string& tenant, const 
   std::string msg = fmt::format("{} for tenant {}: {} (limit {}, remaining {}, requested {}).",
                                 head, tenant, what, s ? Amount(kind, s->limit) : "?",
                                 s ? Amount(kind, s->remaining) : "?", Amount(kind, requested));
-  if (!a.too_large)
+  if (a.too_large) {
+    msg += " It can never pass: set a smaller max_tokens or send a shorter prompt.";
+  } else if (PassesSoon(a)) {
     msg += fmt::format(" Retry after {} s.", Int(std::max(1.0, std::ceil(a.retry_after_s))));
+  } else {
+    const double wait = std::ceil(a.retry_after_s);
+    msg += fmt::format(" Resets at {} (in {}); retrying sooner cannot pass.",
+                       FormatRfc3339(EndsAt(now, a.retry_after_s)), FormatOpenAiDuration(wait));
+  }
   return msg;
 }
 

@@ -13,9 +13,20 @@
 //   anthropic-ratelimit-input-tokens-{limit,remaining,reset}
 //   anthropic-ratelimit-output-tokens-{limit,remaining,reset}
 //   Resets are RFC 3339 times at which the limit is fully replenished.
-// Both: retry-after (whole seconds, rounded up, at least 1) on refusals.
-// Only configured limits produce headers; spend and concurrency have no standard
-// header and are reported in the refusal message instead.
+// Refusals (RefusalHeaders): one that passes soon (limits.h PassesSoon: a wait of at
+// most kMaxRetryAfterS) carries retry-after (whole seconds, rounded up, at least 1);
+// any other (a spend budget exhausted until its window ends, a bucket in debt for
+// longer, a request larger than a limit) carries `x-should-retry: false` and no
+// retry-after. Both official SDKs obey that header before anything else, whatever the
+// status (openai-python 3.63.0 and anthropic-sdk-python 2.17.0, _base_client.py
+// _should_retry), so a client out of budget sees the error at once instead of sleeping
+// until midnight. A refusal for a spend budget also carries
+//   x-kinference-budget-limit-usd, x-kinference-budget-remaining-usd (decimal USD),
+//   x-kinference-budget-reset (RFC 3339: the end of the exceeded budget's UTC day or
+//   month),
+// since neither API has a standard header for spend; the message says the same.
+// Only configured limits produce the rate-limit headers; concurrency has no standard
+// header and is reported in the refusal message instead.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -36,11 +47,14 @@ std::string FormatOpenAiDuration(double seconds);
 HeaderList OpenAiRateLimitHeaders(const Admission& a);
 // `now`: Unix seconds, to turn reset durations into RFC 3339 times.
 HeaderList AnthropicRateLimitHeaders(const Admission& a, double now);
-// retry-after for a refused request (empty when admitted).
-HeaderList RetryAfterHeader(const Admission& a);
+// The headers above for a refused request (empty when admitted); `now`: Unix seconds.
+HeaderList RefusalHeaders(const Admission& a, double now);
 
-// The refusal's message, e.g. "Rate limit reached for tenant acme: input_tokens per
-// minute (limit 10000, remaining 120, requested 900). Retry after 6 s."
-std::string RefusalMessage(const Admission& a, const std::string& tenant, const Amounts& est);
+// The refusal's message, e.g. "Rate limit reached for tenant acme: input tokens per
+// minute (limit 10000, remaining 120, requested 900). Retry after 6 s."; a refusal that
+// does not pass soon says when the limit resets instead ("Resets at <RFC 3339> (in
+// 15h40m0s); retrying sooner cannot pass."), a too_large one that it can never pass.
+std::string RefusalMessage(const Admission& a, const std::string& tenant, const Amounts& est,
+                           double now);
 
 }  // namespace kinference::accounting

@@ -56,6 +56,12 @@ const char* LimitName(LimitKind kind) {
   return "unknown";
 }
 
+bool PassesSoon(const Admission& a) {
+  if (a.admitted) return false;
+  if (a.unavailable) return true;
+  return !a.too_large && a.retry_after_s <= kMaxRetryAfterS;
+}
+
 bool TenantLimits::any() const {
   return requests_per_minute || input_tokens_per_minute || output_tokens_per_minute ||
          max_concurrent_requests || spend_per_day || spend_per_month;

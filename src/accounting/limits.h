@@ -25,10 +25,13 @@
 // month). The overshoot of a limit is therefore bounded by the reservations in flight
 // that turn out to be underestimates.
 //
-// Refusals: the first exceeded limit in LimitKind order names the error; Retry-After is
-// the longest wait among the exceeded limits (bucket: until it holds the need again;
-// spend: until the next UTC day or month; concurrency: kConcurrencyRetryAfterS). An
-// estimate larger than a limit's capacity can never pass: too_large (the fronts say so).
+// Refusals: the first exceeded limit in LimitKind order names the error; the wait is
+// the longest among the exceeded limits (bucket: until it holds the need again; spend:
+// until the next UTC day or month; concurrency: kConcurrencyRetryAfterS). An estimate
+// larger than a limit's capacity can never pass: too_large (the fronts say so, 400).
+// A refusal passes soon (PassesSoon) when it is not too_large and its wait is at most
+// kMaxRetryAfterS: only those carry Retry-After; the others tell clients not to retry
+// (limit_headers.h).
 //
 // Thread-safety: the functions are pure; LocalLimiter is not thread-safe (the gateway
 // calls it on its io_context thread).
@@ -78,11 +81,19 @@ struct TenantLimits {
 // Seconds a request refused for concurrency is told to wait (no refill time exists).
 inline constexpr double kConcurrencyRetryAfterS = 1.0;
 
+// The longest wait a refusal asks a client to sleep through (Retry-After), in seconds:
+// one minute, a token bucket's whole refill time. The official SDKs sleep for a
+// Retry-After before retrying (anthropic-sdk-python 2.17.0 for any value, up to ~49
+// days; openai-python 3.63.0 up to 120 s, _base_client.py _calculate_retry_timeout), so
+// a longer wait is not sent as one: x-should-retry: false instead.
+inline constexpr double kMaxRetryAfterS = 60.0;
+
 // Tokens and cost of one request: estimated before dispatch, real when settled.
 struct Amounts {
   int64_t input_tokens = 0;   // uncached input (see above)
   int64_t output_tokens = 0;  // completion tokens
   NanoUsd cost = 0;
+  bool operator==(const Amounts&) const = default;
 };
 
 struct Bucket {
@@ -131,6 +142,10 @@ struct Admission {
   // The shared store was unreachable: admitted by fail-open or refused by fail-closed.
   bool unavailable = false;
 };
+
+// A refused request that may pass within kMaxRetryAfterS: not too_large, its wait at
+// most that long (an unreachable limit store: always). False when admitted.
+bool PassesSoon(const Admission& a);
 
 // What Settle needs to undo or correct an admitted request's reservation.
 struct Reservation {

@@ -37,7 +37,7 @@ ledger: {store: postgres, postgres: "host=db dbname=k", spool_dir: spool, batch_
 prices:
   - {model: llama, provider: pool-a, input: 0.10, output: "0.40"}
   - {model: "*", input: 3, cached_input: 0.3, cache_write: 3.75, output: 15}
-estimate: {chars_per_token: 3.5, output_tokens: 128}
+estimate: {chars_per_token: 3.5, context_tokens: 32768, model_context_tokens: {llama: 8192}}
 limits:
   default: {requests_per_minute: 60}
   tenants:
@@ -51,7 +51,8 @@ usage_api: {admin_tenants: [ops]}
   EXPECT_EQ(c.prices.Lookup("pool-a", "llama")->output, 400'000'000);
   EXPECT_EQ(c.prices.Lookup("pool-a", "llama")->cached_input, 100'000'000);  // defaults to input
   EXPECT_EQ(c.prices.Lookup("x", "y")->cache_write, 3'750'000'000);
-  EXPECT_EQ(c.estimate.output_tokens, 128);
+  EXPECT_EQ(c.estimate.ContextTokensFor("llama"), 8192);
+  EXPECT_EQ(c.estimate.ContextTokensFor("other"), 32768);
   ASSERT_NE(c.limits.For("acme"), nullptr);
   EXPECT_EQ(c.limits.For("acme")->spend_per_day, 2'500'000'000);
   EXPECT_EQ(c.limits.For("acme")->on_unavailable, OnUnavailable::kFailClosed);
@@ -87,6 +88,18 @@ TEST(AccountingConfig, ErrorsNameTheField) {
   EXPECT_EQ(ErrorOf("{[prices]: []}"), "accounting: keys must be plain strings");
   EXPECT_EQ(ErrorOf("{limits: {tenants: {[acme]: {}}}}"),
             "accounting.limits.tenants: keys must be plain strings");
+  EXPECT_NE(ErrorOf("{estimate: {model_context_tokens: {m: 0}}}")
+                .find("accounting.estimate.model_context_tokens.m: expected an integer"),
+            std::string::npos);
+}
+
+// A config written for the fixed 256-token output estimate is refused with the reason,
+// never silently reserved at 256 (issue 25, item 2).
+TEST(AccountingConfig, TheRemovedOutputTokensEstimateIsRefusedSayingWhy) {
+  EXPECT_NE(ErrorOf("{estimate: {output_tokens: 256}}")
+                .find("accounting.estimate.output_tokens: no longer used: a request without "
+                      "max_tokens reserves its model's context window"),
+            std::string::npos);
 }
 
 TEST(TenantLimitsFromJson, ReadsInferenceTenantSpecLimits) {

@@ -32,22 +32,38 @@ double NowUnixS() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// OpenAI's 429 body for a limit (platform.openai.com/docs/guides/error-codes): code
-// rate_limit_exceeded with type requests or tokens, or insufficient_quota for a spend
-// budget (type and code alike, as OpenAI answers an exhausted quota).
+// OpenAI's body for a limit (platform.openai.com/docs/guides/error-codes): 429 with code
+// rate_limit_exceeded and type requests or tokens, or insufficient_quota for a spend
+// budget (type and code alike, as OpenAI answers an exhausted quota); a request larger
+// than the limit, which no wait lets pass, is 400 invalid_request_error with code
+// request_too_large, as OpenAI answers a request over the context window
+// (context_length_exceeded) rather than a 429 that every client retries.
 std::string OpenAiLimitBody(const accounting::Admission& a, const std::string& message) {
   const accounting::LimitKind kind = a.exceeded.value_or(accounting::LimitKind::kRequests);
   const bool spend = accounting::IsSpend(kind);
   const bool tokens =
       kind == accounting::LimitKind::kInputTokens || kind == accounting::LimitKind::kOutputTokens;
   return boost::json::serialize(boost::json::object{
-      {"error",
-       boost::json::object{{"message", message},
-                           {"type", spend    ? "insufficient_quota"
-                                    : tokens ? "tokens"
-                                             : "requests"},
-                           {"param", nullptr},
-                           {"code", spend ? "insufficient_quota" : "rate_limit_exceeded"}}}});
+      {"error", boost::json::object{{"message", message},
+                                    {"type", a.too_large ? "invalid_request_error"
+                                             : spend     ? "insufficient_quota"
+                                             : tokens    ? "tokens"
+                                                         : "requests"},
+                                    {"param", nullptr},
+                                    {"code", a.too_large ? "request_too_large"
+                                             : spend     ? "insufficient_quota"
+                                                         : "rate_limit_exceeded"}}}});
+}
+
+// The characters of what the model reads as text (accounting/estimate.h): the messages'
+// rendering (the system prompt is a message) and the tool definitions.
+int64_t PromptChars(const api::ParsedRequest& r) {
+  int64_t n = static_cast<int64_t>(r.prompt_text.size());
+  for (const char* key : {"tools", "functions"}) {
+    if (const auto* v = r.body.if_contains(key); v && !v->is_null())
+      n += static_cast<int64_t>(boost::json::serialize(*v).size());
+  }
+  return n;
 }
 
 }  // namespace
@@ -89,24 +105,34 @@ void Exchange::Start() {
   writer_->OnClose([weak] {
     if (auto self = weak.lock()) self->OnClientClosed();
   });
-  ReserveLimits();
+  Attempt();
 }
 
-void Exchange::ReserveLimits() {
+std::optional<accounting::Amounts> Exchange::WorstCaseOn(const Endpoint& ep) {
   const accounting::TenantLimits* limits = ctx_->TenantLimitsFor(req_.tenant);
-  if (!limits) return Attempt();
-  std::vector<std::optional<accounting::Price>> prices;
-  for (const auto& id : ctx_->EndpointsFor(req_.model)) {
-    if (const Endpoint* ep = ctx_->Find(id))
-      prices.push_back(ctx_->accounting->PriceFor(ep->info.pool, req_.model));
+  if (!limits) return std::nullopt;
+  if (prompt_chars_ < 0) prompt_chars_ = PromptChars(req_);
+  return accounting::ReservationFor(prompt_chars_, req_.max_tokens, req_.model,
+                                    ctx_->accounting->config().estimate,
+                                    ctx_->accounting->PriceFor(ep.info.pool, req_.model), *limits);
+}
+
+void Exchange::ReserveLimits(routing::EndpointId endpoint, accounting::Amounts want) {
+  const accounting::TenantLimits* limits = ctx_->TenantLimitsFor(req_.tenant);
+  const double now = NowUnixS();
+  if (reservation_) {  // held at another price (a retry elsewhere): given back first
+    ctx_->accounting->limiter().Settle(*reservation_, accounting::Amounts{}, now);
+    reservation_.reset();
   }
-  estimate_ =
-      accounting::ReservationFor(static_cast<int64_t>(req_.prompt_text.size()), req_.max_tokens,
-                                 ctx_->accounting->config().estimate, prices);
-  auto self = shared_from_this();
+  limits_held_ = false;
+  estimate_ = want;
+  reserved_endpoint_ = std::move(endpoint);
   // Unique across replicas sharing Redis: this process's instance and its router key.
+  std::string id = ctx_->instance + "/" + router_key_;
+  if (reservations_++ > 0) id += "#" + std::to_string(reservations_);
+  auto self = shared_from_this();
   ctx_->accounting->limiter().Reserve(
-      req_.tenant, *limits, estimate_, ctx_->instance + "/" + router_key_, NowUnixS(),
+      req_.tenant, *limits, estimate_, id, now,
       [self](accounting::Admission a, std::optional<accounting::Reservation> r) {
         self->OnLimitDecision(std::move(a), std::move(r));
       });
@@ -120,7 +146,8 @@ void Exchange::OnLimitDecision(accounting::Admission a, std::optional<accounting
   if (!a.admitted) return FailLimited(a);
   reservation_ = std::move(r);
   limit_admission_ = std::move(a);
-  Attempt();
+  limits_held_ = true;
+  Attempt();  // to reserved_endpoint_ while it has room
 }
 
 void Exchange::FailLimited(const accounting::Admission& a) {
@@ -128,18 +155,22 @@ void Exchange::FailLimited(const accounting::Admission& a) {
                             : a.exceeded  ? accounting::LimitName(*a.exceeded)
                                           : "unknown";
   ctx_->stats.RecordRateLimited(req_.tenant, limit);
-  const std::string message = accounting::RefusalMessage(a, req_.tenant, estimate_);
+  const double now = NowUnixS();
+  const std::string message = accounting::RefusalMessage(a, req_.tenant, estimate_, now);
   http::Headers extra;
-  for (auto& [name, value] : accounting::RetryAfterHeader(a)) extra.Add(name, value);
-  for (auto& [name, value] : codec_ ? accounting::AnthropicRateLimitHeaders(a, NowUnixS())
+  for (auto& [name, value] : accounting::RefusalHeaders(a, now)) extra.Add(name, value);
+  for (auto& [name, value] : codec_ ? accounting::AnthropicRateLimitHeaders(a, now)
                                     : accounting::OpenAiRateLimitHeaders(a))
     extra.Add(name, value);
   if (a.unavailable) {  // a fail_closed tenant: the limits could not be checked
     return FailBeforeResponse(Status(ErrorCode::kUnavailable, message), "none", "rate_limited",
                               std::move(extra));
   }
-  FailBeforeResponse(Status(ErrorCode::kResourceExhausted, message), "none", "rate_limited",
-                     std::move(extra), OpenAiLimitBody(a, message));
+  // Larger than the limit itself: 400 invalid_request_error on both fronts (Anthropic
+  // answers a request it can never serve so, e.g. a prompt over the context window).
+  FailBeforeResponse(
+      Status(a.too_large ? ErrorCode::kInvalidArgument : ErrorCode::kResourceExhausted, message),
+      "none", "rate_limited", std::move(extra), OpenAiLimitBody(a, message));
 }
 
 void Exchange::Account(const char* outcome, int status) {
@@ -274,11 +305,21 @@ void Exchange::Attempt() {
   std::vector<routing::EndpointId> room = ctx_->admission.controller().WithRoom(ready);
   if (room.empty()) return Queue(std::move(healthy));
   candidates = std::move(room);
+  // Limits reserved for a pick that still has room: the attempt goes there.
+  if (!reserved_endpoint_.empty() &&
+      std::find(candidates.begin(), candidates.end(), reserved_endpoint_) != candidates.end())
+    candidates = {reserved_endpoint_};
   auto decision = ctx_->router.Pick(features_, candidates, strategy_, now);
   if (!decision.ok()) {
     Status s = decision.status();
     if (!tried_.empty()) s = Status(ErrorCode::kUnavailable, last_error_);
     return FailBeforeResponse(s, "none");
+  }
+  // The tenant's limits, at the picked endpoint's price (reserved once per price).
+  if (const Endpoint* picked = ctx_->Find(decision->endpoint)) {
+    std::optional<accounting::Amounts> want = WorstCaseOn(*picked);
+    if (want && !(limits_held_ && *want == estimate_))
+      return ReserveLimits(decision->endpoint, *want);
   }
   decision_ = std::move(*decision);
   const Endpoint* ep = ctx_->Find(decision_.endpoint);

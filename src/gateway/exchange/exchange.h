@@ -59,18 +59,26 @@ namespace kinference::gateway {
 // a request whose healthy endpoints are all cooling down is refused without calling one:
 // 429 rate_limit_error (/v1/messages: 529 overloaded_error) with Retry-After until the
 // first is back (a retry: 503, the last endpoint's error).
-// Accounting (config `accounting`; ctx->accounting): before the first attempt a tenant with
-// limits reserves the request's estimate (accounting/estimate.h: prompt characters / 4,
-// max_tokens or the configured output estimate, the highest price among the model's
-// endpoints) through the limiter (local, or Redis shared by the replicas; the reservation
-// id is "<instance>/<router key>", unique across replicas). Over a limit the request is
-// answered 429 in the front's shape (OpenAI: code rate_limit_exceeded, or
-// insufficient_quota for a spend budget; Anthropic: rate_limit_error) with Retry-After
-// and the rate-limit headers (accounting/limit_headers.h); a fail_closed tenant whose
-// limits cannot be checked (Redis unreachable) gets 503 with Retry-After. Admitted
-// requests carry the rate-limit headers (OpenAI's names on the OpenAI fronts, Anthropic's
-// on /v1/messages) on every response. When the request ends (success, upstream error,
-// client gone, aborted) the reservation is settled with the real usage, and a request
+// Accounting (config `accounting`; ctx->accounting): once the router has picked an
+// endpoint, and before the attempt is dispatched, a tenant with limits reserves the
+// worst case the request can cost there (accounting/estimate.h: prompt and tool
+// characters / 4 at that endpoint's input price, max_tokens or the model's context
+// window at its output price) through the limiter (local, or Redis shared by the
+// replicas; the reservation id is "<instance>/<router key>", "#<n>" added for a
+// re-reservation: unique across replicas); admitted, the attempt goes to that endpoint
+// (picked again if it has no room left meanwhile: a pick at another price reserves
+// again, as a retry on an endpoint at another price does, the previous reservation given
+// back first). Over a limit the request is answered 429 in the front's shape (OpenAI:
+// code rate_limit_exceeded, or insufficient_quota for a spend budget; Anthropic:
+// rate_limit_error); a request larger than a limit (it can never pass) is answered 400
+// invalid_request_error. A refusal that passes within a minute carries Retry-After; any
+// other carries `x-should-retry: false` and the time the limit resets
+// (accounting/limit_headers.h), never a Retry-After an SDK would sleep through. Both
+// carry the rate-limit headers; a fail_closed tenant whose limits cannot be checked
+// (Redis unreachable) gets 503 with Retry-After. Admitted requests carry the rate-limit
+// headers (OpenAI's names on the OpenAI fronts, Anthropic's on /v1/messages) on every
+// response. When the request ends (success, upstream error, client gone, aborted) the
+// reservation is settled with the real usage, and a request
 // that had an attempt dispatched submits exactly one usage record (accounting/
 // usage_record.h) to the ledger: the upstream's usage when it sent one (cached tokens
 // from prompt_tokens_details / cache_read_input_tokens, cache writes from an Anthropic
@@ -148,9 +156,14 @@ class Exchange : public InFlightRequest,
   http::Headers RelayedHeaders() const;
 
   // --- accounting (exchange.cc; see the class comment) ---
-  void ReserveLimits();
+  // The worst case an attempt on `ep` reserves; nullopt when the tenant has no limits.
+  std::optional<accounting::Amounts> WorstCaseOn(const Endpoint& ep);
+  // Reserves `want` for the picked `endpoint` (giving back a reservation held at another
+  // price); admitted, Attempt() runs again and goes there while it has room.
+  void ReserveLimits(routing::EndpointId endpoint, accounting::Amounts want);
   void OnLimitDecision(accounting::Admission a, std::optional<accounting::Reservation> r);
-  // Refused by a limit (or a fail_closed tenant's unreachable limits): 429 / 503.
+  // Refused by a limit: 429, 400 when too large (or a fail_closed tenant's unreachable
+  // limits: 503).
   void FailLimited(const accounting::Admission& a);
   // Once, when the request ends: settles the reservation, submits the usage record.
   // `status`: the HTTP status the client got (499: it went away first).
@@ -268,8 +281,12 @@ class Exchange : public InFlightRequest,
   bool paused_ = false;
   std::unique_ptr<boost::asio::steady_timer> stall_timer_;
   // Accounting (see the class comment).
-  double arrival_unix_s_ = 0;  // wall-clock arrival (Unix seconds), the record's time
-  accounting::Amounts estimate_;
+  double arrival_unix_s_ = 0;              // wall-clock arrival (Unix seconds), the record's time
+  accounting::Amounts estimate_;           // the last reservation asked for
+  bool limits_held_ = false;               // estimate_ admitted (reserved, or a fail_open pass)
+  routing::EndpointId reserved_endpoint_;  // the pick estimate_ was asked for
+  int reservations_ = 0;                   // asked so far (the id's "#<n>")
+  int64_t prompt_chars_ = -1;              // what the model reads as text (see above)
   std::optional<accounting::Admission> limit_admission_;  // admitted by limits: headers
   std::optional<accounting::Reservation> reservation_;    // to settle at the end
   bool reached_upstream_ = false;                         // an attempt was dispatched

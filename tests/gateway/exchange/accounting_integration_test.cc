@@ -394,10 +394,11 @@ TEST(AccountingIntegrationTest, RedisStoppedFailOpenTenantAdmittedFailClosedTena
   auto ok = as("closed");
   EXPECT_EQ(ok.status, 200) << ok.body;
   EXPECT_EQ(ok.headers.Find("x-ratelimit-limit-requests"), "1000");
-  // A spend budget the estimate cannot fit: insufficient_quota.
+  // A request larger than the whole spend budget can never pass: 400 request_too_large.
   auto broke = as("broke");
-  EXPECT_EQ(broke.status, 429) << broke.body;
-  EXPECT_EQ(json::parse(broke.body).at("error").at("code"), "insufficient_quota");
+  EXPECT_EQ(broke.status, 400) << broke.body;
+  EXPECT_EQ(json::parse(broke.body).at("error").at("code"), "request_too_large");
+  EXPECT_EQ(broke.headers.Find("x-should-retry"), "false");
 
   redis->Stop();
   auto open = as("open");
