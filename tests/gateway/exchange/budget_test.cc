@@ -147,6 +147,7 @@ class BudgetTest : public testing::GatewayHarness {
   }
 
   std::vector<std::unique_ptr<BillingUpstream>> ups_;
+  std::vector<std::unique_ptr<testing::FakeUpstream>> fakes_;
 };
 
 const accounting::NanoUsd kTwoTenthsOfACent = 2'000'000;  // USD 0.002
@@ -298,6 +299,47 @@ TEST_F(BudgetTest, ReservesAtThePickedEndpointsPriceNotTheDearestOne) {
   }
   EXPECT_EQ(cheap.requests(), 5);
   EXPECT_EQ(dear.requests(), 0);
+}
+
+// Item 3: a retry on an endpoint at another price reserves at that price. Request A
+// (max_tokens 100) goes first to "dear" (least-load: "cheap" reports a long queue), which
+// answers 500, and is retried on "cheap", which holds it; B (max_tokens 1) comes while A
+// is held. A's worst case is 4,030,000 nano-USD at dear's price, 40,300 at cheap's; B's
+// 70,000 at dear's, 700 at cheap's. The budget, 4,030,350, fits B beside A only if A holds
+// cheap's price: before, A held dear's (the dearest endpoint) to the end and B was
+// refused.
+TEST_F(BudgetTest, RetryOnAnEndpointAtAnotherPriceReservesAtThatPrice) {
+  auto& cheap = AddUpstream(3, 1, /*hold=*/true, /*waiting=*/100);
+  fakes_.push_back(std::make_unique<testing::FakeUpstream>(io(), testing::FakeMode::kFail500));
+  testing::FakeUpstream* dear = fakes_.back().get();
+  OnStop([dear] { dear->Stop(); });
+  GatewayConfig c =
+      Config({{"cheap", cheap.port(), 100, 400}, {"dear", dear->port(), 10000, 40000}},
+             {.spend_per_day = 4'030'350});
+  c.strategy = "least-load";
+  Start(c);
+  ASSERT_TRUE(Eventually([&] {  // cheap's queue scraped
+    auto eps = json::parse(Call("GET", "/debug/endpoints").body).at("endpoints").as_array();
+    for (const auto& e : eps)
+      if (e.at("pool") == "cheap" && e.at("metrics").is_object()) return true;
+    return false;
+  }));
+  auto chat = [](int max_tokens) {
+    return R"({"model":"m","max_tokens":)" + std::to_string(max_tokens) +
+           R"(,"messages":[{"role":"user","content":"hello"}]})";
+  };
+  auto a = std::async(std::launch::async, [&] { return Post(chat(100)); });
+  ASSERT_TRUE(Eventually([&] { return cheap.requests() == 1; }));
+  EXPECT_EQ(dear->requests(), 1);  // A was tried there first
+  auto b = std::async(std::launch::async, [&] { return Post(chat(1)); });
+  ASSERT_TRUE(Eventually([&] {
+    return cheap.requests() == 2 ||
+           b.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }));
+  ReleaseAll(cheap);
+  http::Response ra = a.get(), rb = b.get();
+  EXPECT_EQ(ra.status, 200) << ra.body;
+  EXPECT_EQ(rb.status, 200) << rb.body;
 }
 
 }  // namespace
