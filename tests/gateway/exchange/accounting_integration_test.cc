@@ -366,6 +366,69 @@ TEST(AccountingIntegrationTest, TwoReplicasSharingRedisNeverAdmitBeyondTheTokenB
   EXPECT_FALSE(m.headers.Find("anthropic-ratelimit-output-tokens-limit").empty());
 }
 
+// Issue 25, item 4: the burst of item 2 through three replicas sharing Redis against a
+// spend budget. Output is the only priced part (input 0) and every request generates
+// exactly its max_tokens (ignore_eos), so each request's worst case is its real cost
+// (10 tokens x 10,000 nano-USD): exactly budget / cost requests fit, whatever the timing.
+// Admitting more would overshoot; admitting fewer would be a false refusal.
+TEST(AccountingIntegrationTest, ThreeReplicasSharingRedisAdmitExactlyWhatTheSpendBudgetPays) {
+  testing::RedisServer* redis = SharedRedis();
+  ASSERT_TRUE(redis);
+  auto sim = StartSim("m", "50");
+  ASSERT_TRUE(sim);
+  constexpr int kMaxTokens = 10, kRequests = 50;
+  constexpr int64_t kCost = kMaxTokens * 10'000, kBudget = 2'000'000;  // nano-USD: USD 0.002
+  const std::string yaml =
+      "listen: {address: 127.0.0.1, port: 0}\ntime_scale: 50\n"
+      "pools:\n  - {name: p, model: m, endpoints: [\"http://127.0.0.1:" +
+      std::to_string(sim->port()) +
+      "\"]}\n"
+      "accounting:\n  ledger: {store: none}\n"
+      "  prices: [{model: m, input: 0, output: 10}]\n"
+      "  limits:\n    default: {spend_per_day_usd: \"0.002\"}\n" +
+      RedisSection(redis->port(), "spend3:");
+  std::vector<std::unique_ptr<ChildProcess>> gws;
+  for (int i = 0; i < 3; ++i) {
+    gws.push_back(StartGateway(yaml));
+    ASSERT_TRUE(gws.back());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::atomic<int> admitted{0}, refused{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRequests; ++i) {
+    threads.emplace_back([&, i] {
+      auto r = Send(gws[i % 3]->port(), "POST", "/v1/chat/completions",
+                    Chat("m", "burst " + std::to_string(i), false, kMaxTokens, true));
+      if (r.status == 200) {
+        admitted++;
+      } else if (r.status == 429 && r.headers.Find("x-should-retry") == "false" &&
+                 r.headers.Find("retry-after").empty()) {
+        refused++;
+      } else {
+        other++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double billed = 0;  // USD, over the three replicas
+  for (const auto& g : gws) {
+    const std::string text = Send(g->port(), "GET", "/metrics", "").body;
+    const size_t at = text.find("kinference_cost_usd_total{");
+    if (at == std::string::npos) continue;
+    const size_t sp = text.find(' ', at);
+    billed += std::stod(text.substr(sp + 1, text.find('\n', sp) - sp - 1));
+  }
+  std::printf(
+      "3 replicas, %d concurrent: %d admitted, %d refused, billed USD %.6f of %.6f, %.2f s\n",
+      kRequests, admitted.load(), refused.load(), billed, kBudget * 1e-9, elapsed);
+  EXPECT_EQ(other, 0);
+  EXPECT_EQ(admitted, kBudget / kCost);
+  EXPECT_EQ(refused, kRequests - kBudget / kCost);
+  EXPECT_NEAR(billed, admitted * kCost * 1e-9, 1e-12);
+}
+
 TEST(AccountingIntegrationTest, RedisStoppedFailOpenTenantAdmittedFailClosedTenantRefused) {
   std::string error;
   auto redis = testing::RedisServer::Start(&error);
