@@ -81,8 +81,36 @@ void BM_RunTaggersNonAscii(benchmark::State& state) {
 }
 BENCHMARK(BM_RunTaggersNonAscii)->Arg(4'000)->Arg(100'000);
 
+// Text in another script throughout (Russian words, Cyrillic letters only): every
+// character takes the Unicode step, and each has a confusable skeleton looked up (cached
+// per code point after the first).
+void BM_RunTaggersCyrillic(benchmark::State& state) {
+  static constexpr const char* kWords[] = {"\u043F\u0440\u0438\u0432\u0435\u0442",
+                                           "\u043A\u0430\u043A",
+                                           "\u0434\u0435\u043B\u0430",
+                                           "\u0432\u0441\u0442\u0440\u0435\u0447\u0430",
+                                           "\u0437\u0430\u0432\u0442\u0440\u0430",
+                                           "\u041E\u041E\u041E",
+                                           "\u0440\u043E\u043C\u0430\u0448\u043A\u0430",
+                                           "\u0432"};
+  std::string text;
+  for (size_t i = 0; text.size() < static_cast<size_t>(state.range(0)); ++i) {
+    text += kWords[(i * 7 + i / 8) % 8];
+    text += i % 9 == 8 ? ". " : " ";
+  }
+  TaggerConfig config;
+  for (auto _ : state) {
+    TaggerInput in;
+    in.text = text;
+    benchmark::DoNotOptimize(RunTaggers(config, in));
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
+}
+BENCHMARK(BM_RunTaggersCyrillic)->Arg(4'000)->Arg(100'000);
+
 // The whole tagger input of a chat body: its scan (values included) and the pii tagger
-// with the split-value windows between neighbouring values (40 messages).
+// with the split-value windows between neighbouring values and between each role's
+// consecutive turns (40 messages, alternating user and assistant).
 void BM_ScanAndTagChat(benchmark::State& state) {
   boost::json::array messages;
   size_t per = static_cast<size_t>(state.range(0)) / 40;
@@ -97,6 +125,7 @@ void BM_ScanAndTagChat(benchmark::State& state) {
     TaggerInput in;
     in.text = scan.text;
     in.values = scan.values;
+    in.role_values = scan.role_values;
     benchmark::DoNotOptimize(RunTaggers(config, in));
   }
   state.SetBytesProcessed(state.iterations() * state.range(0));

@@ -78,6 +78,11 @@ Status ParseCommon(const json::object& o, GenerationRequest& r) {
         return InvalidArgument("include_usage must be a boolean", "stream_options");
       r.include_usage = iu->as_bool();
     }
+    if (auto* cu = so->as_object().if_contains("continuous_usage_stats"); cu && !cu->is_null()) {
+      if (!cu->is_bool())
+        return InvalidArgument("continuous_usage_stats must be a boolean", "stream_options");
+      r.continuous_usage = cu->as_bool();
+    }
   }
   if (auto* v = o.if_contains("seed"); v && !v->is_null()) {
     auto n = AsInteger(*v);
@@ -337,6 +342,15 @@ std::string FormatTokenChunk(const ResponseMeta& meta, std::string_view text,
   o["choices"] = json::array{std::move(choice)};
   if (last) o["system_fingerprint"] = kSystemFingerprint;
   return json::serialize(o);
+}
+
+std::string WithContinuousUsage(const std::string& chunk, int prompt_tokens,
+                                int completion_tokens) {
+  json::value v = json::parse(chunk);
+  v.as_object()["usage"] = json::object{{"prompt_tokens", prompt_tokens},
+                                        {"total_tokens", prompt_tokens + completion_tokens},
+                                        {"completion_tokens", completion_tokens}};
+  return json::serialize(v);
 }
 
 std::string FormatUsageChunk(const ResponseMeta& meta, const Usage& usage) {

@@ -34,7 +34,10 @@ struct GenerationRequest {
   std::optional<int> max_tokens;  // max_completion_tokens, else max_tokens, if given
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
-  bool ignore_eos = false;     // vLLM extra sampling parameter
+  // stream_options.continuous_usage_stats (vLLM): with include_usage, every chunk carries
+  // the usage so far (the role chunk: prompt_tokens, completion_tokens 0).
+  bool continuous_usage = false;
+  bool ignore_eos = false;  // vLLM extra sampling parameter
   std::optional<uint64_t> seed;
 };
 
@@ -102,6 +105,9 @@ std::string FormatRoleChunk(const ResponseMeta& meta);
 // chunk follows, so this one carries system_fingerprint (as vLLM's last chunk does).
 std::string FormatTokenChunk(const ResponseMeta& meta, std::string_view text,
                              std::optional<std::string_view> finish_reason, bool last = false);
+// `chunk` (a chunk's JSON) with vLLM's continuous usage: {prompt_tokens, total_tokens,
+// completion_tokens}.
+std::string WithContinuousUsage(const std::string& chunk, int prompt_tokens, int completion_tokens);
 // The stream_options.include_usage chunk: "choices": [] and usage.
 std::string FormatUsageChunk(const ResponseMeta& meta, const Usage& usage);
 

@@ -247,6 +247,7 @@ void EngineSimServer::Submit(GenerationRequest g, std::shared_ptr<http::Response
   }
   engine::EngineRequest er;
   er.id = NewId(chat);
+  const int prompt_tokens = static_cast<int>(g.prompt.size());
   er.prompt = std::move(g.prompt);
   er.max_tokens = *g.max_tokens;
   er.ignore_eos = g.ignore_eos;
@@ -264,6 +265,8 @@ void EngineSimServer::Submit(GenerationRequest g, std::shared_ptr<http::Response
   live.meta.chat = chat;
   live.stream = g.stream;
   live.include_usage = g.include_usage;
+  live.continuous_usage = g.include_usage && g.continuous_usage;
+  live.prompt_tokens = prompt_tokens;
   live.fault = fault;
   if (anthropic && g.stream) live.translator.emplace(*anthropic);
   live.anthropic = std::move(anthropic);
@@ -411,11 +414,15 @@ void EngineSimServer::Deliver(const engine::StepOutput& out) {
       l.finish_sent = true;
     }
     std::string chunk;
+    auto usage = [&](std::string c, int completion) {
+      return l.continuous_usage ? WithContinuousUsage(c, l.prompt_tokens, completion) : c;
+    };
     if (l.meta.chat && !l.role_sent) {
-      chunk = Emit(l, FormatRoleChunk(l.meta));
+      chunk = Emit(l, usage(FormatRoleChunk(l.meta), 0));
       l.role_sent = true;
     }
-    chunk += Emit(l, FormatTokenChunk(l.meta, t.text, reason, reason && !l.include_usage));
+    chunk += Emit(l, usage(FormatTokenChunk(l.meta, t.text, reason, reason && !l.include_usage),
+                           t.index + 1));
     l.writer->Write(std::move(chunk));
   }
 

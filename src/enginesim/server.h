@@ -87,6 +87,8 @@ class EngineSimServer {
     ResponseMeta meta;
     bool stream = false;
     bool include_usage = false;
+    bool continuous_usage = false;  // vLLM's continuous_usage_stats (with include_usage)
+    int prompt_tokens = 0;
     bool role_sent = false;
     bool finish_sent = false;
     std::string text;  // non-streaming: the output so far

@@ -259,6 +259,27 @@ void Scan(std::string_view text, std::set<std::string>& kinds) {
   }
 }
 
+// Each pair of consecutive `values`: the end of one joined to the start of the next
+// (directly and with a space), scanned.
+void ScanNeighbours(std::string_view text, std::span<const TextSpan> values, std::string& window,
+                    std::set<std::string>& kinds) {
+  for (size_t k = 1; k < values.size(); ++k) {
+    const TextSpan& a = values[k - 1];
+    const TextSpan& b = values[k];
+    if (a.size == 0 || b.size == 0 || a.offset + a.size > text.size() ||
+        b.offset + b.size > text.size()) {
+      continue;
+    }
+    size_t tail = std::min(a.size, kSplitWindowChars);
+    std::string_view left = text.substr(a.offset + a.size - tail, tail);
+    std::string_view right = text.substr(b.offset, std::min(b.size, kSplitWindowChars));
+    window.assign(left).append(right);
+    Scan(window, kinds);
+    window.assign(left).append(" ").append(right);
+    Scan(window, kinds);
+  }
+}
+
 std::vector<std::string> Tags(std::set<std::string>& kinds) {
   if (kinds.empty()) return {};
   kinds.insert("pii");
@@ -331,24 +352,16 @@ std::vector<std::string> PiiTags(std::string_view text) {
 }
 
 std::vector<std::string> PiiTags(std::string_view text, std::span<const TextSpan> values) {
+  return PiiTags(text, values, {});
+}
+
+std::vector<std::string> PiiTags(std::string_view text, std::span<const TextSpan> values,
+                                 std::span<const std::vector<TextSpan>> groups) {
   std::set<std::string> kinds;
   Scan(text, kinds);
   std::string window;
-  for (size_t k = 1; k < values.size(); ++k) {
-    const TextSpan& a = values[k - 1];
-    const TextSpan& b = values[k];
-    if (a.size == 0 || b.size == 0 || a.offset + a.size > text.size() ||
-        b.offset + b.size > text.size()) {
-      continue;
-    }
-    size_t tail = std::min(a.size, kSplitWindowChars);
-    std::string_view left = text.substr(a.offset + a.size - tail, tail);
-    std::string_view right = text.substr(b.offset, std::min(b.size, kSplitWindowChars));
-    window.assign(left).append(right);
-    Scan(window, kinds);
-    window.assign(left).append(" ").append(right);
-    Scan(window, kinds);
-  }
+  ScanNeighbours(text, values, window, kinds);
+  for (const auto& group : groups) ScanNeighbours(text, group, window, kinds);
   return Tags(kinds);
 }
 

@@ -60,6 +60,12 @@ std::vector<std::string> PiiTags(std::string_view text);
 // "1111 1111") is found.
 std::vector<std::string> PiiTags(std::string_view text, std::span<const TextSpan> values);
 
+// As above, and also across each group of `groups` as if its spans were neighbours: the
+// turns of one role in order (RequestScan::role_values), so that a datum split across
+// the user's turns with the assistant's turn between them is found.
+std::vector<std::string> PiiTags(std::string_view text, std::span<const TextSpan> values,
+                                 std::span<const std::vector<TextSpan>> groups);
+
 // Runs every detector on already-normalised `text`, inserting the kinds found
 // ("pii:email", ...; not "pii").
 void FindPii(std::string_view text, std::set<std::string>& kinds);

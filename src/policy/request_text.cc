@@ -25,7 +25,10 @@ class Scanner {
   // Appends one item; `value`: a span the split-value check may join with its neighbour.
   void Append(std::string_view s, bool value) {
     if (!scan_.text.empty()) scan_.text.push_back('\n');
-    if (value && !s.empty()) scan_.values.push_back({scan_.text.size(), s.size()});
+    if (value && !s.empty()) {
+      scan_.values.push_back({scan_.text.size(), s.size()});
+      if (!roles_.empty()) scan_.role_values[roles_.back()].push_back(scan_.values.back());
+    }
     scan_.text.append(s);
   }
 
@@ -46,6 +49,10 @@ class Scanner {
     while (!stack.empty()) {
       auto [v, value] = stack.back();
       stack.pop_back();
+      if (!v) {  // the end of a message's subtree
+        roles_.pop_back();
+        continue;
+      }
       switch (v->kind()) {
         case boost::json::kind::string:
           Append(v->get_string(), value);
@@ -68,6 +75,10 @@ class Scanner {
           const auto& o = v->get_object();
           for (const auto& kv : o) Append(kv.key(), false);  // keys carry data too
           Inspect(o);
+          if (std::string_view role = StringField(o, "role"); !role.empty()) {
+            stack.push_back({nullptr, false});  // popped once the message is walked
+            roles_.push_back(RoleGroup(role));
+          }
           for (auto it = o.end(); it != o.begin();) {
             --it;
             stack.push_back({&it->value(), !Structural(it->key())});
@@ -156,8 +167,20 @@ class Scanner {
     Append(decoded, true);
   }
 
+  // The index of `role`'s group in scan_.role_values (a request has a handful of roles).
+  size_t RoleGroup(std::string_view role) {
+    for (size_t i = 0; i < role_names_.size(); ++i) {
+      if (role_names_[i] == role) return i;
+    }
+    role_names_.emplace_back(role);
+    scan_.role_values.emplace_back();
+    return role_names_.size() - 1;
+  }
+
   RequestScan scan_;
   std::set<std::string> unscannable_;
+  std::vector<std::string> role_names_;  // of scan_.role_values' groups
+  std::vector<size_t> roles_;            // groups of the messages being walked, innermost last
 };
 
 }  // namespace

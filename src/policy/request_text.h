@@ -43,6 +43,12 @@ namespace kinference::policy {
 struct RequestScan {
   std::string text;              // what RequestScanText returns
   std::vector<TextSpan> values;  // spans of `text` (see above), document order
+  // The same spans grouped by the `role` of the message they are in (an object with a
+  // string `role`: chat and Messages turns), one group per role, each in document order,
+  // so that the pii tagger also joins a role's consecutive turns (a card split across
+  // two user turns with an assistant turn between them). Values outside any message are
+  // in no group.
+  std::vector<std::vector<TextSpan>> role_values;
   // "audio", "embeddings", "file", "image", "tokens": sorted, no duplicates
   std::vector<std::string> unscannable;
 };

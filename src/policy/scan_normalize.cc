@@ -3,11 +3,17 @@
 #include <unicode/bytestream.h>
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
+#include <unicode/uspoof.h>
+#include <unicode/utf16.h>
 #include <unicode/utf8.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <vector>
 
 namespace kinference::policy {
 namespace {
@@ -155,6 +161,68 @@ bool HasNonAscii(std::string_view s) {
   return false;
 }
 
+// The ASCII look-alike of a non-ASCII code point: its UTS #39 confusable skeleton (ICU's
+// uspoof_getSkeleton; Unicode's confusables.txt) with combining marks dropped, when that
+// is printable ASCII ("а" CYRILLIC SMALL A -> "a", "З" CYRILLIC CAPITAL ZE -> "3", "é" ->
+// "e"); empty otherwise (the character has no ASCII look-alike and is kept). Cached per
+// thread: a text repeats few distinct code points.
+std::string AsciiSkeleton(UChar32 c) {
+  static USpoofChecker* const checker = [] {
+    UErrorCode ec = U_ZERO_ERROR;
+    USpoofChecker* sc = uspoof_open(&ec);
+    return U_SUCCESS(ec) ? sc : nullptr;
+  }();
+  // 4096 entries: more than the letters of the scripts a request mixes; past that, no cache.
+  constexpr size_t kMaxCached = 4096;
+  thread_local std::unordered_map<UChar32, std::string> cache;
+  if (auto it = cache.find(c); it != cache.end()) return it->second;
+  std::string ascii;
+  if (checker) {
+    UChar in[2];
+    int32_t n = 0;
+    U16_APPEND_UNSAFE(in, n, c);
+    UChar buf[32];
+    UErrorCode ec = U_ZERO_ERROR;
+    const int32_t len = uspoof_getSkeleton(checker, 0, in, n, buf, 32, &ec);
+    for (int32_t i = 0; U_SUCCESS(ec) && i < len; ++i) {
+      if (u_charType(buf[i]) == U_NON_SPACING_MARK) continue;
+      if (buf[i] < 0x21 || buf[i] > 0x7E) {
+        ascii.clear();
+        break;
+      }
+      ascii.push_back(static_cast<char>(buf[i]));
+    }
+  }
+  if (cache.size() < kMaxCached) cache.emplace(c, ascii);
+  return ascii;
+}
+
+// A look-alike written as the skeleton of a digit ("O" for 0, "l" for 1: Cyrillic О,
+// Greek Ο, Cyrillic І...) is a digit when the nearest character around it that is neither
+// a separator (' ', '-', '.') nor another such look-alike is an ASCII digit, looking left
+// first and then right, at most kDigitContext characters away; else it stays a letter.
+constexpr size_t kDigitContext = 24;
+void ResolveDigitLookAlikes(std::string& out, const std::vector<size_t>& at) {
+  auto ambiguous = [&](size_t q) { return std::binary_search(at.begin(), at.end(), q); };
+  auto skip = [&](size_t q) {
+    char ch = out[q];
+    return ch == ' ' || ch == '-' || ch == '.' || ambiguous(q);
+  };
+  std::vector<size_t> digits;
+  for (size_t p : at) {
+    std::optional<bool> digit;
+    for (size_t q = p, steps = 0; q > 0 && steps < kDigitContext && !digit; ++steps) {
+      if (!skip(--q)) digit = out[q] >= '0' && out[q] <= '9';
+    }
+    for (size_t q = p + 1, steps = 0; q < out.size() && steps < kDigitContext && !digit;
+         ++q, ++steps) {
+      if (!skip(q)) digit = out[q] >= '0' && out[q] <= '9';
+    }
+    if (digit.value_or(false)) digits.push_back(p);
+  }
+  for (size_t p : digits) out[p] = out[p] == 'O' ? '0' : '1';
+}
+
 // Step 2: NFKC (on the UTF-8 directly: ICU's quick check passes ASCII and already
 // normalised text through cheaply), then the per-code-point mapping of the header.
 bool NormalizeUnicode(std::string_view in, std::string& out) {
@@ -169,6 +237,7 @@ bool NormalizeUnicode(std::string_view in, std::string& out) {
   if (U_FAILURE(ec)) normal.assign(in);
   out.clear();
   out.reserve(normal.size());
+  std::vector<size_t> digit_look_alikes;  // positions in `out`, ascending
   const auto* p = reinterpret_cast<const uint8_t*>(normal.data());
   const int32_t n = static_cast<int32_t>(normal.size());
   for (int32_t i = 0; i < n;) {
@@ -206,10 +275,14 @@ bool NormalizeUnicode(std::string_view in, std::string& out) {
       out.push_back('-');
     } else if (c == 0x3002) {
       out.push_back('.');
+    } else if (std::string ascii = AsciiSkeleton(c); !ascii.empty()) {
+      if (ascii == "O" || ascii == "l") digit_look_alikes.push_back(out.size());
+      out += ascii;
     } else {
       AppendUtf8(out, static_cast<uint32_t>(c));
     }
   }
+  if (!digit_look_alikes.empty()) ResolveDigitLookAlikes(out, digit_look_alikes);
   return out != in;
 }
 

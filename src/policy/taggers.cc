@@ -38,7 +38,7 @@ int64_t EstimateTokens(std::string_view text) {
 std::vector<std::string> RunTaggers(const TaggerConfig& config, const TaggerInput& input) {
   std::set<std::string> tags;
   if (config.pii) {
-    for (auto& t : PiiTags(input.text, input.values)) tags.insert(t);
+    for (auto& t : PiiTags(input.text, input.values, input.role_values)) tags.insert(t);
   }
   if (config.simple) {
     int64_t tokens = input.prompt_tokens >= 0 ? input.prompt_tokens : EstimateTokens(input.text);

@@ -4,8 +4,8 @@
 //  - pii: e-mail addresses, phone numbers, payment card numbers, US social security
 //    numbers, IBANs, IP addresses, on the normalised text (encodings, Unicode forms and
 //    invisible characters undone, policy/scan_normalize.h) and across neighbouring values
-//    (policy/pii.h has the rules). Emits "pii" plus one sub-tag per kind found: pii:email,
-//    pii:phone, pii:payment_card, pii:ssn, pii:iban, pii:ip.
+//    and a role's consecutive turns (policy/pii.h has the rules). Emits "pii" plus one sub-tag per
+//    kind found: pii:email, pii:phone, pii:payment_card, pii:ssn, pii:iban, pii:ip.
 //  - simple: the estimated prompt is at most `simple_max_prompt_tokens` and no tools are
 //    present. Emits "simple".
 //  - header: tags from a trusted upstream's `x-kinference-tags: a,b` header, used only when
@@ -56,6 +56,8 @@ struct TaggerInput {
   std::string_view text;  // the request's scan text (policy/request_text.h)
   // Spans of `text` whose neighbours the pii tagger also joins (PiiTags); empty: none.
   std::span<const TextSpan> values;
+  // Groups of spans joined as neighbours too (each role's turns: RequestScan::role_values).
+  std::span<const std::vector<TextSpan>> role_values;
   int64_t prompt_tokens = -1;  // -1: estimate from text
   bool tools_present = false;
   std::string_view tag_header;  // value of x-kinference-tags, empty if absent

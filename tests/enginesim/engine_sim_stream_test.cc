@@ -43,6 +43,33 @@ TEST_F(EngineSimTest, ChatStreamFraming) {
   EXPECT_TRUE(usage.at("usage").at("prompt_tokens_details").at("cached_tokens").is_int64());
 }
 
+// stream_options.continuous_usage_stats as vLLM serves it: with include_usage every chunk
+// carries the usage so far, the role chunk the prompt's tokens and 0 completion tokens.
+TEST_F(EngineSimTest, ChatStreamWithContinuousUsageStats) {
+  auto s = PostStream("/v1/chat/completions",
+                      R"({"messages":[{"role":"user","content":"hi there"}],"max_tokens":3,
+                          "ignore_eos":true,"stream":true,
+                          "stream_options":{"include_usage":true,"continuous_usage_stats":true}})");
+  ASSERT_TRUE(s.done.ok()) << s.done.message();
+  ASSERT_EQ(s.events.size(), 6u);  // role, 3 tokens, usage, [DONE]
+  const int64_t prompt =
+      Json(s.events[4].data).at("usage").at("prompt_tokens").as_int64();  // the final usage
+  EXPECT_GT(prompt, 0);
+  for (size_t i = 0; i < 4; ++i) {
+    auto usage = Json(s.events[i].data).at("usage");
+    EXPECT_EQ(usage.at("prompt_tokens").as_int64(), prompt) << i;
+    EXPECT_EQ(usage.at("completion_tokens").as_int64(), static_cast<int64_t>(i)) << i;
+    EXPECT_EQ(usage.at("total_tokens").as_int64(), prompt + static_cast<int64_t>(i)) << i;
+  }
+  // Without include_usage it has no effect (vLLM: continuous usage needs include_usage).
+  auto plain = PostStream("/v1/chat/completions",
+                          R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":2,
+                              "ignore_eos":true,"stream":true,
+                              "stream_options":{"continuous_usage_stats":true}})");
+  ASSERT_TRUE(plain.done.ok());
+  EXPECT_FALSE(Json(plain.events[0].data).as_object().contains("usage"));
+}
+
 TEST_F(EngineSimTest, CompletionStreamWithoutUsage) {
   auto s = PostStream("/v1/completions",
                       R"({"prompt":" x y z","max_tokens":3,"ignore_eos":true,"stream":true})");

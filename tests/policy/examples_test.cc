@@ -124,5 +124,23 @@ TEST(PolicyExamples, PiiExcludesProvidersAndRejectsWhenNoneRemain) {
   EXPECT_NE(ev.status().message().find("pii-local-only"), std::string::npos);
 }
 
+// Shipped fail-closed: an image (or file, audio) no tagger can read is judged as carrying
+// the pii tag, so it never reaches a provider.
+TEST(PolicyExamples, PiiLocalOnlyKeepsUnscannableContentLocal) {
+  auto set = LoadExamples({"pii-local-only.yaml"});
+  ASSERT_EQ(set.policies.size(), 1u);
+  EXPECT_EQ(set.policies[0].on_unscannable_content, OnUnscannableContent::kTreatAsTagged);
+  RequestInfo image = Tagged("m", "What does this document say?");
+  image.unscannable = {"image"};
+  std::vector<Candidate> c{Local("a/0", "m", "a", 0, 2.0),
+                           Provider("openai/m", "m", "openai", 0.5)};
+  auto ev = Evaluate(set, image, c);
+  ASSERT_TRUE(ev.ok());
+  EXPECT_EQ(Endpoints(ev->remaining), V{"a/0"});
+  ev = Evaluate(set, image, std::vector<Candidate>{c[1]});
+  ASSERT_FALSE(ev.ok());
+  EXPECT_EQ(ev.status().code(), ErrorCode::kPermissionDenied);
+}
+
 }  // namespace
 }  // namespace kinference::policy

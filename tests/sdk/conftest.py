@@ -23,14 +23,21 @@ def model():
     return os.environ.get("KINFERENCE_MODEL", "sdk-model")
 
 
+# The session's clients are closed at its end: a pooled connection left to the garbage
+# collector is a ResourceWarning, an error here (pytest.ini), whenever a collection happens
+# to run before the interpreter exits.
 @pytest.fixture(scope="session")
 def openai_client(gateway_url):
-    return openai.OpenAI(base_url=gateway_url + "/v1", api_key="unused", max_retries=0)
+    client = openai.OpenAI(base_url=gateway_url + "/v1", api_key="unused", max_retries=0)
+    yield client
+    client.close()
 
 
 @pytest.fixture(scope="session")
 def anthropic_client(gateway_url):
-    return anthropic.Anthropic(base_url=gateway_url, api_key="unused", max_retries=0)
+    client = anthropic.Anthropic(base_url=gateway_url, api_key="unused", max_retries=0)
+    yield client
+    client.close()
 
 
 @pytest.fixture

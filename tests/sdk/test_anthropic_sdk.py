@@ -43,6 +43,11 @@ def test_create_stream_event_sequence(anthropic_client, model):
     assert delta.delta.stop_reason == "max_tokens"
     assert delta.usage.output_tokens == 5
     assert delta.usage.input_tokens > 0
+    # message_start already carries the prompt's tokens (vLLM's continuous usage), and
+    # message_delta's cumulative usage splits the same count into uncached and cached.
+    start = events[0].message.usage
+    assert start.input_tokens > 0
+    assert start.input_tokens == delta.usage.input_tokens + (delta.usage.cache_read_input_tokens or 0)
 
 
 def test_stream_helper_final_message(anthropic_client, model):

@@ -52,6 +52,52 @@ Result<json::array> TextParts(const json::array& blocks, const std::string& wher
   return parts;
 }
 
+// A `document` block's text for an OpenAI-compatible backend (Anthropic API reference
+// "Messages": document sources `text` {media_type "text/plain", data} and `content` {a
+// string or text blocks}); its `title` and `context` lead it. A PDF (base64 or url) or a
+// file reference has no text to send: 400 saying so (an Anthropic provider gets the
+// block natively instead).
+Result<std::string> DocumentText(const json::object& block, const std::string& where) {
+  const auto* src_v = block.if_contains("source");
+  const json::object* src = src_v ? src_v->if_object() : nullptr;
+  const auto* st = src ? src->if_contains("type") : nullptr;
+  if (!st || !st->is_string()) return InvalidArgument(where + ".source: Field required");
+  std::string body;
+  if (st->get_string() == "text") {
+    const auto* data = src->if_contains("data");
+    if (!data || !data->is_string()) return InvalidArgument(where + ".source.data: Field required");
+    body = std::string(data->get_string());
+  } else if (st->get_string() == "content") {
+    const auto* c = src->if_contains("content");
+    if (!c) return InvalidArgument(where + ".source.content: Field required");
+    if (const auto* str = c->if_string()) {
+      body = std::string(*str);
+    } else if (const auto* arr = c->if_array()) {
+      auto parts = TextParts(*arr, where + ".source.content");
+      if (!parts.ok()) return parts.status();
+      for (const auto& p : *parts) {
+        if (!body.empty()) body += '\n';
+        body.append(p.get_object().at("text").get_string());
+      }
+    } else {
+      return InvalidArgument(where + ".source.content: must be a string or an array of blocks");
+    }
+  } else {
+    return InvalidArgument(
+        where + ": a document with a '" + std::string(st->get_string()) +
+        "' source (a PDF or file) cannot be sent to this model's OpenAI-compatible endpoints; "
+        "send its text as a text block or a document with a text source");
+  }
+  std::string out;
+  for (const char* key : {"title", "context"}) {
+    if (const auto* v = block.if_contains(key); v && v->is_string() && !v->get_string().empty()) {
+      out.append(v->get_string());
+      out += "\n\n";
+    }
+  }
+  return out + body;
+}
+
 // One Anthropic message -> one or more OpenAI messages appended to `out`.
 Status TranslateMessage(const json::value& v, size_t index, json::array& out) {
   const std::string where = Field("messages", index);
@@ -105,6 +151,10 @@ Status TranslateMessage(const json::value& v, size_t index, json::array& out) {
       // OpenAI wants each tool message right after the assistant's tool calls, so they
       // go before this user turn's own text.
       out.push_back(json::object{{"role", "tool"}, {"tool_call_id", *id}, {"content", result}});
+    } else if (type == "document" && role == "user") {
+      auto text = DocumentText(*b, bw);
+      if (!text.ok()) return text.status();
+      text_parts.push_back(json::object{{"type", "text"}, {"text", std::move(*text)}});
     } else if (type == "thinking" || type == "redacted_thinking") {
       continue;  // the local model did not produce it; nothing to send back
     } else {
@@ -124,6 +174,48 @@ Status TranslateMessage(const json::value& v, size_t index, json::array& out) {
   } else if (!text_parts.empty() || blocks->empty()) {
     out.push_back(json::object{{"role", "user"}, {"content", std::move(text_parts)}});
   }
+  return Status::Ok();
+}
+
+bool HasTools(const json::object& body) {
+  const auto* t = body.if_contains("tools");
+  return t && t->is_array() && !t->get_array().empty();
+}
+
+// `body`'s translated tools include a function named `name`.
+bool HasTool(const json::object& body, std::string_view name) {
+  if (!HasTools(body)) return false;
+  for (const auto& t : body.at("tools").get_array()) {
+    const auto& fn = t.get_object().at("function").get_object();
+    if (fn.at("name").get_string() == name) return true;
+  }
+  return false;
+}
+
+// `thinking` as the Messages API accepts it (API reference "Messages", `thinking`):
+// {"type":"enabled","budget_tokens": N} with N >= 1024 and N < max_tokens, {"type":
+// "disabled"}, or {"type":"adaptive"}. Anything else is 400. Not forwarded: vLLM has no
+// per-request thinking budget (docs/anthropic.md).
+Status CheckThinking(const json::value& v, int64_t max_tokens) {
+  const auto* o = v.if_object();
+  if (!o) return InvalidArgument("thinking: Input should be an object");
+  const auto* type = o->if_contains("type");
+  if (!type || !type->is_string()) return InvalidArgument("thinking.type: Field required");
+  const std::string_view t = type->get_string();
+  if (t == "disabled" || t == "adaptive") return Status::Ok();
+  if (t != "enabled")
+    return InvalidArgument("thinking.type: must be 'enabled', 'disabled' or 'adaptive'");
+  const auto* b = o->if_contains("budget_tokens");
+  if (!b) return InvalidArgument("thinking.enabled.budget_tokens: Field required");
+  if (!b->is_int64() && !b->is_uint64())
+    return InvalidArgument("thinking.enabled.budget_tokens: Input should be a valid integer");
+  const int64_t budget = b->is_int64() ? b->get_int64() : INT64_MAX;
+  if (budget < 1024)
+    return InvalidArgument(
+        "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024");
+  if (budget >= max_tokens)
+    return InvalidArgument("thinking.enabled.budget_tokens: must be less than max_tokens (" +
+                           std::to_string(max_tokens) + ")");
   return Status::Ok();
 }
 
@@ -154,6 +246,8 @@ Result<json::array> TranslateTools(const json::value& v) {
   return out;
 }
 
+// `tool_choice` as the Messages API checks it: "any" and "tool" need tools, and "tool"
+// must name one of them (400 invalid_request_error otherwise).
 Status TranslateToolChoice(const json::value& v, json::object& body) {
   const auto* tc = v.if_object();
   const auto* type = tc ? tc->if_contains("type") : nullptr;
@@ -162,12 +256,19 @@ Status TranslateToolChoice(const json::value& v, json::object& body) {
   if (t == "auto") {
     body["tool_choice"] = "auto";
   } else if (t == "any") {
+    if (!HasTools(body))
+      return InvalidArgument("tool_choice: type 'any' requires tools, and no tools were given");
     body["tool_choice"] = "required";
   } else if (t == "none") {
     body["tool_choice"] = "none";
   } else if (t == "tool") {
     const auto* name = tc->if_contains("name");
     if (!name || !name->is_string()) return InvalidArgument("tool_choice.name: Field required");
+    if (!HasTools(body))
+      return InvalidArgument("tool_choice: type 'tool' requires tools, and no tools were given");
+    if (!HasTool(body, name->get_string()))
+      return InvalidArgument("tool_choice.name: no tool named '" + std::string(name->get_string()) +
+                             "' in tools");
     body["tool_choice"] =
         json::object{{"type", "function"}, {"function", json::object{{"name", *name}}}};
   } else {
@@ -227,6 +328,8 @@ Result<ParsedMessages> ParseMessages(std::string_view body) {
   } else {
     if (!request.ok()) return request.status();
     out.stop_sequences = std::move(translated->stop_sequences);
+    // message_start's input_tokens from a local pool's first chunk (messages_response.h).
+    request->pool_continuous_usage = request->stream;
   }
   out.request = std::move(*request);
   out.request.original = std::move(*v);
@@ -271,7 +374,11 @@ Result<MessagesRequest> TranslateRequest(const json::object& body) {
     }
   }
   const auto* in = o->if_contains("messages");
-  if (!in || !in->is_array()) return InvalidArgument("messages: Field required");
+  if (!in || in->is_null()) return InvalidArgument("messages: Field required");
+  if (!in->is_array())
+    return InvalidArgument(
+        "messages: Input should be a valid list (an array of {\"role\", \"content\"} "
+        "messages, not a string)");
   if (in->get_array().empty()) return InvalidArgument("messages: at least one message is required");
   for (size_t i = 0; i < in->get_array().size(); ++i) {
     if (Status s = TranslateMessage(in->get_array()[i], i, messages); !s.ok()) return s;
@@ -320,6 +427,9 @@ Result<MessagesRequest> TranslateRequest(const json::object& body) {
   }
   if (const auto* tc = o->if_contains("tool_choice"); tc && !tc->is_null()) {
     if (Status s = TranslateToolChoice(*tc, out); !s.ok()) return s;
+  }
+  if (const auto* th = o->if_contains("thinking"); th && !th->is_null()) {
+    if (Status s = CheckThinking(*th, mt); !s.ok()) return s;
   }
   if (const auto* md = o->if_contains("metadata"); md && md->is_object()) {
     if (const auto* user = md->get_object().if_contains("user_id"); user && user->is_string())

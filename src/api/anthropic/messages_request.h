@@ -19,8 +19,15 @@
 //   stop_sequences -> stop; max_tokens, temperature, top_p, stream as is; top_k and
 //   ignore_eos (vLLM extra parameters) as is; metadata.user_id -> user. Streaming requests ask
 //   upstream for usage (stream_options.include_usage) because Anthropic streams always report it.
-// Ignored: thinking, service_tier, container, mcp_servers (no local equivalent).
-// Refused (400): image and document blocks, server tools (types other than "custom").
+//   user document blocks with a text or content source -> a text part (title, context,
+//   text); `messages` that is not an array -> 400 "Input should be a valid list".
+// Checked as the Messages API checks them (400): tool_choice any/tool without tools or
+// naming an unknown tool; thinking (budget_tokens >= 1024 and < max_tokens for
+// "enabled"; "disabled" and "adaptive" accepted), which is not forwarded (vLLM has no
+// per-request thinking budget). Streams set ParsedRequest::pool_continuous_usage.
+// Ignored: service_tier, container, mcp_servers (no local equivalent).
+// Refused (400): image blocks, documents with a base64 (PDF), url or file source, server
+// tools (types other than "custom").
 // Dropped: thinking / redacted_thinking blocks of earlier assistant turns.
 //
 // Errors: Status kInvalidArgument (400) naming the field in Anthropic's style

@@ -70,6 +70,23 @@ std::string Event(std::string_view type, const json::object& data) {
   return api::FormatSse(json::serialize(data), type);
 }
 
+// Whether a chunk's choice 0 has anything to translate: text, tool calls or a finish.
+bool HasPayload(const json::value* choices) {
+  if (!choices || !choices->is_array()) return false;
+  for (const auto& c : choices->get_array()) {
+    const auto* choice = c.if_object();
+    if (!choice || IntOr0(*choice, "index") != 0) continue;
+    if (const auto* fr = choice->if_contains("finish_reason"); fr && fr->is_string()) return true;
+    const auto* d = choice->if_contains("delta");
+    const json::object* delta = d ? d->if_object() : nullptr;
+    if (!delta) continue;
+    if (!StringOr(*delta, "content").empty()) return true;
+    const auto* tcs = delta->if_contains("tool_calls");
+    if (tcs && tcs->is_array() && !tcs->get_array().empty()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string StopReason(std::string_view finish_reason, const std::optional<std::string>& vllm_stop,
@@ -141,12 +158,16 @@ TranslatedResponse TranslateResponse(int upstream_status, std::string_view body,
   return {200, json::serialize(out)};
 }
 
-std::string StreamTranslator::Start(std::string_view upstream_id) {
+std::string StreamTranslator::Start() {
   started_ = true;
-  json::object message{{"id", MessageId(upstream_id)}, {"type", "message"},
-                       {"role", "assistant"},          {"model", ctx_.model},
-                       {"content", json::array()},     {"stop_reason", nullptr},
-                       {"stop_sequence", nullptr},     {"usage", Usage(0, 0, 0)}};
+  json::object message{{"id", MessageId(upstream_id_)},
+                       {"type", "message"},
+                       {"role", "assistant"},
+                       {"model", ctx_.model},
+                       {"content", json::array()},
+                       {"stop_reason", nullptr},
+                       {"stop_sequence", nullptr},
+                       {"usage", Usage(prompt_tokens_, cached_tokens_, completion_tokens_)}};
   return Event("message_start",
                json::object{{"type", "message_start"}, {"message", std::move(message)}});
 }
@@ -204,7 +225,7 @@ std::string StreamTranslator::Error(std::string_view type, std::string_view mess
 std::string StreamTranslator::OnData(std::string_view data) {
   if (done_) return {};
   if (data == "[DONE]") {
-    std::string out = started_ ? std::string() : Start("");
+    std::string out = started_ ? std::string() : Start();
     return out + Finish();
   }
   json::error_code ec;
@@ -212,14 +233,16 @@ std::string StreamTranslator::OnData(std::string_view data) {
   if (ec || !v.is_object()) return {};  // not a chunk; nothing to relay
   const json::object& o = v.get_object();
   std::string out;
-  if (!started_) out += Start(StringOr(o, "id"));
+  if (!started_ && upstream_id_.empty()) upstream_id_ = StringOr(o, "id");
   // An upstream error event: the gateway's words, not the upstream's (they may carry a key
   // or an internal address; the gateway logs them).
   if (const auto* e = o.if_contains("error");
       (e && e->is_object()) || StringOr(o, "object") == "error") {
+    if (!started_) out += Start();
     return out + Error("api_error", kUpstreamStreamFailed);
   }
-  if (const auto* u = o.if_contains("usage"); u && u->is_object()) {
+  const auto* u = o.if_contains("usage");
+  if (u && u->is_object()) {
     const json::object& usage = u->get_object();
     prompt_tokens_ = static_cast<int>(IntOr0(usage, "prompt_tokens"));
     completion_tokens_ = static_cast<int>(IntOr0(usage, "completion_tokens"));
@@ -228,6 +251,13 @@ std::string StreamTranslator::OnData(std::string_view data) {
       cached_tokens_ = static_cast<int>(IntOr0(d->get_object(), "cached_tokens"));
   }
   const auto* choices = o.if_contains("choices");
+  // message_start waits for the first chunk with usage (a vLLM pool asked for
+  // continuous_usage_stats sends it on its first chunk) or with something to emit, so a
+  // usage-less role chunk does not start the message with input_tokens 0.
+  if (!started_) {
+    if (!(u && u->is_object()) && !HasPayload(choices)) return out;
+    out += Start();
+  }
   if (!choices || !choices->is_array()) return out;
   for (const auto& c : choices->get_array()) {
     const auto* choice = c.if_object();
@@ -276,14 +306,14 @@ std::string StreamTranslator::OnData(std::string_view data) {
 
 std::string StreamTranslator::OnEnd() {
   if (done_) return {};
-  std::string out = started_ ? std::string() : Start("");
+  std::string out = started_ ? std::string() : Start();
   if (finish_reason_) return out + Finish();
   return out + Error("api_error", "upstream stream ended before the response finished");
 }
 
 std::string StreamTranslator::OnError(const Status& status, bool upstream_failure) {
   if (done_) return {};
-  std::string out = started_ ? std::string() : Start("");
+  std::string out = started_ ? std::string() : Start();
   // A failed upstream mid-stream is a server-side error, not a capacity signal.
   const char* type = upstream_failure && status.code() == ErrorCode::kUnavailable
                          ? "api_error"

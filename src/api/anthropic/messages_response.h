@@ -16,8 +16,12 @@
 //     completion_tokens, cache_read_input_tokens: prompt_tokens_details.cached_tokens,
 //     cache_creation_input_tokens: 0}: Anthropic counts cached prompt tokens only in
 //     cache_read_input_tokens, so the total is counted once.
-// Stream: message_start (empty content; usage input_tokens 0 because upstream usage only
-// arrives at the end; the final numbers come in message_delta, which the SDKs apply),
+// Stream: message_start (empty content; usage from the upstream's first chunk that carries
+// it: it is held while chunks carry neither usage nor anything to emit, so a vLLM pool
+// asked for stream_options.continuous_usage_stats (ParsedRequest::pool_continuous_usage)
+// reports the prompt's tokens from its first chunk; an upstream without per-chunk usage
+// (an OpenAI provider) leaves it 0 until message_delta; the final numbers come in
+// message_delta, cumulative, which the SDKs apply),
 // then per block content_block_start, content_block_delta (text_delta | input_json_delta),
 // content_block_stop, with one `ping` after the first block starts, then message_delta
 // (stop_reason, stop_sequence, cumulative usage) and message_stop once upstream sent
@@ -80,13 +84,14 @@ class StreamTranslator {
   bool failed() const { return failed_; }
 
  private:
-  std::string Start(std::string_view upstream_id);
+  std::string Start();
   std::string OpenBlock(std::string block_json, bool tool, int tool_index);
   std::string CloseBlock();
   std::string Finish();
   std::string Error(std::string_view type, std::string_view message);
 
   ResponseContext ctx_;
+  std::string upstream_id_;  // the first chunk's id (message id msg_<id>)
   bool started_ = false;
   bool pinged_ = false;
   bool done_ = false;

@@ -128,6 +128,8 @@ std::string UpstreamBody(const ParsedRequest& request, std::string_view model) {
       client && client->is_object())
     so = *client;
   so.get_object()["include_usage"] = true;
+  if (model.empty() && request.pool_continuous_usage)
+    so.get_object()["continuous_usage_stats"] = true;
   if (model.empty()) return SerializeWith(request.body, {{"stream_options", so}});
   return SerializeWith(request.body, {{"model", model_value}, {"stream_options", so}});
 }

@@ -37,6 +37,11 @@ struct ParsedRequest {
   bool stream = false;
   // The client set stream_options.include_usage (only meaningful when streaming).
   bool client_wants_usage = false;
+  // Ask a local vLLM pool for usage on every chunk (stream_options.continuous_usage_stats,
+  // a vLLM extension; its first chunk then carries prompt_tokens). Set by the /v1/messages
+  // front for message_start's input_tokens. Never sent to providers (OpenAI refuses
+  // arguments it does not know).
+  bool pool_continuous_usage = false;
   int max_tokens = 0;       // max_completion_tokens, else max_tokens; 0 if absent
   std::string prompt_text;  // the prefix-stable rendering (see above)
   // The OpenAI request routed and sent upstream: the client's body, or for /v1/messages
@@ -64,9 +69,10 @@ Result<ParsedRequest> ParseRequest(ApiKind kind, boost::json::object body);
 Result<std::string> RenderChatText(const boost::json::value& messages);
 
 // The body sent upstream. Streaming requests get "stream_options":{"include_usage":true}
-// so the gateway always learns token usage; others are forwarded unchanged. `model`,
-// when set, replaces the body's model (a provider's own name for it). The body is not
-// copied (SerializeWith).
+// so the gateway always learns token usage (and "continuous_usage_stats":true for a local
+// pool when pool_continuous_usage is set); others are forwarded unchanged. `model`, when
+// set, replaces the body's model (a provider's own name for it: the body goes to a
+// provider). The body is not copied (SerializeWith).
 std::string UpstreamBody(const ParsedRequest& request, std::string_view model = {});
 
 // The text a chat request leaves cached on its endpoint once answered: its rendering

@@ -269,10 +269,19 @@ void Exchange::Attempt() {
     int retry = ctx_->RetryAfterUnhealthyS(candidates);
     http::Headers h;
     h.Add("Retry-After", std::to_string(retry));
-    std::string message =
-        tried_.empty() ? fmt::format("No healthy endpoint serves model '{}' now; retry after {} s.",
-                                     req_.model, retry)
-                       : last_error_;
+    std::string message = last_error_;
+    if (tried_.empty()) {
+      // A policy that removed healthy endpoints (a provider, for a pii request) is named:
+      // the client learns why the model's other endpoints were no candidates.
+      std::string excluded = evaluated_ ? PolicyExclusionNote(*ctx_, record_, req_.model) : "";
+      message = excluded.empty()
+                    ? fmt::format("No healthy endpoint serves model '{}' now; retry after {} s.",
+                                  req_.model, retry)
+                    : fmt::format(
+                          "No healthy endpoint allowed by the policies serves model '{}' "
+                          "now ({}); retry after {} s.",
+                          req_.model, excluded, retry);
+    }
     return FailBeforeResponse(Status(ErrorCode::kUnavailable, message), "none", "error",
                               std::move(h));
   }

@@ -1,5 +1,6 @@
 #include "gateway/exchange/policy_gate.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -68,6 +69,7 @@ PolicyRequest BeginPolicyRequest(const GatewayContext& ctx, const api::ParsedReq
     policy::TaggerInput in;
     in.text = pr.scan_text;
     in.values = scan.values;  // spans of the body's items; the headers appended come after
+    in.role_values = scan.role_values;
     in.prompt_tokens = info.prompt_tokens;
     in.tools_present = info.tools_present;
     if (ctx.policy.taggers.trust_tag_header) in.tag_header = headers.Find(policy::kTagsHeader);
@@ -174,6 +176,27 @@ void CountDecision(GatewayContext& ctx, const policy::DecisionRecord& record) {
 
 void LogDecision(GatewayContext& ctx, const policy::DecisionRecord& record) {
   ctx.policy.log.Add(record);
+}
+
+std::string PolicyExclusionNote(const GatewayContext& ctx, const policy::DecisionRecord& record,
+                                const std::string& model) {
+  std::string policy_name, endpoints, reason;
+  int n = 0;
+  for (const auto& r : record.removed) {
+    const Endpoint* ep = ctx.Find(r.endpoint);
+    if (!ep || !ep->healthy || ep->info.model != model) continue;
+    if (policy_name.empty()) {
+      policy_name = r.policy;
+      reason = r.reason;
+    }
+    if (r.policy != policy_name) continue;
+    if (n < 4) endpoints += (n ? ", " : "") + r.endpoint;
+    ++n;
+  }
+  if (policy_name.empty()) return {};
+  if (n > 4) endpoints += fmt::format(" and {} more", n - 4);
+  return fmt::format("policy '{}' excluded the healthy endpoint{} {} ({})", policy_name,
+                     n > 1 ? "s" : "", endpoints, reason);
 }
 
 void ServeDecisions(const GatewayContext& ctx, const http::Request& request,

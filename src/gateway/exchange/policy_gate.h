@@ -92,6 +92,14 @@ policy::DecisionRecord RejectionRecord(const PolicyRequest& pr, const Status& re
 void CountDecision(GatewayContext& ctx, const policy::DecisionRecord& record);
 void LogDecision(GatewayContext& ctx, const policy::DecisionRecord& record);
 
+// When every endpoint the policies allowed is unhealthy: the removal that took a healthy
+// endpoint of `model` out of the candidates (the first in evaluation order), as
+// "policy 'NAME' excluded the healthy endpoint(s) E (reason)", so that the 503 says which
+// policy left no candidate (health is not policy: the status stays the unhealthy one's,
+// with Retry-After); empty when no policy removed a healthy endpoint.
+std::string PolicyExclusionNote(const GatewayContext& ctx, const policy::DecisionRecord& record,
+                                const std::string& model);
+
 // GET /debug/decisions. With `tenants:` configured the caller must present a tenant's
 // credentials (an anonymous request gets 401, OpenAI error shape) and sees only that
 // tenant's decisions, unless it is listed in policies.debug_admin_tenants (sees all).

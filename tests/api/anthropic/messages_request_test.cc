@@ -106,6 +106,7 @@ TEST(AnthropicRequest, AssistantWithOnlyToolUseHasNullContent) {
 TEST(AnthropicRequest, ToolChoiceKinds) {
   auto choice = [](const std::string& tc) {
     return Translate(R"({"model":"m","max_tokens":8,"messages":[{"role":"user","content":"x"}],
+                         "tools":[{"name":"get","input_schema":{"type":"object"}}],
                          "tool_choice":)" +
                      tc + "}")
         .at("tool_choice");
@@ -113,6 +114,102 @@ TEST(AnthropicRequest, ToolChoiceKinds) {
   EXPECT_EQ(choice(R"({"type":"auto"})"), "auto");
   EXPECT_EQ(choice(R"({"type":"any"})"), "required");
   EXPECT_EQ(choice(R"({"type":"none"})"), "none");
+  EXPECT_EQ(choice(R"({"type":"tool","name":"get"})"),
+            json::parse(R"({"type":"function","function":{"name":"get"}})"));
+}
+
+// As the Messages API refuses them (400 invalid_request_error): a tool choice that needs
+// tools without any, or naming a tool that is not there.
+TEST(AnthropicRequest, ToolChoiceNeedingToolsIsRefusedWithoutThem) {
+  const std::string base =
+      R"({"model":"m","max_tokens":8,"messages":[{"role":"user","content":"x"}],)";
+  Status any = Error(base + R"("tool_choice":{"type":"any"}})");
+  EXPECT_EQ(any.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(any.message().find("tool_choice"), std::string::npos) << any.message();
+  Status tool = Error(base + R"("tool_choice":{"type":"tool","name":"get"}})");
+  EXPECT_NE(tool.message().find("requires tools"), std::string::npos) << tool.message();
+  Status unknown = Error(base + R"("tools":[{"name":"get","input_schema":{"type":"object"}}],)" +
+                         R"("tool_choice":{"type":"tool","name":"put"}})");
+  EXPECT_EQ(unknown.message(), "tool_choice.name: no tool named 'put' in tools");
+  // auto and none need no tools.
+  EXPECT_TRUE(TranslateRequest(base + R"("tool_choice":{"type":"auto"}})").ok());
+  EXPECT_TRUE(TranslateRequest(base + R"("tool_choice":{"type":"none"}})").ok());
+}
+
+// thinking: budget_tokens >= 1024 and < max_tokens (API reference "Messages"); disabled
+// and adaptive are accepted; the rest is 400.
+TEST(AnthropicRequest, ThinkingBudgetIsCheckedAsTheApiDoes) {
+  auto body = [](int max_tokens, const std::string& thinking) {
+    return R"({"model":"m","max_tokens":)" + std::to_string(max_tokens) +
+           R"(,"messages":[{"role":"user","content":"x"}],"thinking":)" + thinking + "}";
+  };
+  EXPECT_TRUE(TranslateRequest(body(4096, R"({"type":"enabled","budget_tokens":1024})")).ok());
+  EXPECT_TRUE(TranslateRequest(body(16, R"({"type":"disabled"})")).ok());
+  EXPECT_TRUE(TranslateRequest(body(16, R"({"type":"adaptive"})")).ok());
+  EXPECT_EQ(Error(body(4096, R"({"type":"enabled","budget_tokens":1023})")).message(),
+            "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024");
+  EXPECT_EQ(Error(body(2048, R"({"type":"enabled","budget_tokens":2048})")).message(),
+            "thinking.enabled.budget_tokens: must be less than max_tokens (2048)");
+  EXPECT_EQ(Error(body(4096, R"({"type":"enabled"})")).message(),
+            "thinking.enabled.budget_tokens: Field required");
+  EXPECT_NE(Error(body(4096, R"({"type":"sometimes"})")).message().find("thinking.type"),
+            std::string::npos);
+  EXPECT_NE(Error(body(4096, R"("on")")).message().find("thinking"), std::string::npos);
+}
+
+// messages as a string: the message says the field must be a list, not that it is missing.
+TEST(AnthropicRequest, MessagesAsAStringSaysItMustBeAList) {
+  Status s = Error(R"({"model":"m","max_tokens":8,"messages":"hello"})");
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("messages: Input should be a valid list"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(Error(R"({"model":"m","max_tokens":8})").message(), "messages: Field required");
+  auto parsed = ParseMessages(R"({"model":"m","max_tokens":8,"messages":"hello"})");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("valid list"), std::string::npos);
+}
+
+// document blocks: a text source (or content source) becomes a text part for an
+// OpenAI-compatible backend, title first; a PDF is a 400 that says why.
+TEST(AnthropicRequest, TextDocumentsBecomeTextAndPdfsAreRefusedClearly) {
+  auto o = Translate(R"({"model":"m","max_tokens":8,"messages":[{"role":"user","content":[
+      {"type":"document","title":"Notes","source":{"type":"text","media_type":"text/plain",
+       "data":"The sky is blue."}},
+      {"type":"document","source":{"type":"content","content":[{"type":"text","text":"A"},
+       {"type":"text","text":"B"}]}},
+      {"type":"text","text":"Summarise."}]}]})");
+  EXPECT_EQ(o.at("messages"), json::parse(R"([{"role":"user","content":[
+      {"type":"text","text":"Notes\n\nThe sky is blue."},{"type":"text","text":"A\nB"},
+      {"type":"text","text":"Summarise."}]}])"));
+  auto parsed = ParseMessages(R"({"model":"m","max_tokens":8,"messages":[{"role":"user",
+      "content":[{"type":"document","source":{"type":"text","media_type":"text/plain",
+      "data":"x"}}]}]})");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_TRUE(parsed->untranslatable.ok());  // every endpoint may serve it
+  Status pdf = Error(R"({"model":"m","max_tokens":8,"messages":[{"role":"user","content":[
+      {"type":"document","source":{"type":"base64","media_type":"application/pdf",
+       "data":"JVBERi0="}}]}]})");
+  EXPECT_NE(pdf.message().find("messages.0.content.0"), std::string::npos) << pdf.message();
+  EXPECT_NE(pdf.message().find("PDF"), std::string::npos) << pdf.message();
+  EXPECT_NE(pdf.message().find("OpenAI-compatible"), std::string::npos) << pdf.message();
+}
+
+// A stream asks a local vLLM pool for usage on every chunk (continuous_usage_stats), so
+// message_start can report the prompt's tokens; a provider's body never carries it.
+TEST(AnthropicRequest, StreamAsksPoolsOnlyForContinuousUsage) {
+  auto parsed = ParseMessages(
+      R"({"model":"m","max_tokens":8,"stream":true,"messages":[{"role":"user","content":"x"}]})");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_TRUE(parsed->request.pool_continuous_usage);
+  auto local = json::parse(UpstreamBody(parsed->request));
+  EXPECT_EQ(local.at("stream_options").at("continuous_usage_stats"), true);
+  EXPECT_EQ(local.at("stream_options").at("include_usage"), true);
+  auto provider = json::parse(UpstreamBody(parsed->request, "gpt-x"));
+  EXPECT_FALSE(provider.at("stream_options").as_object().contains("continuous_usage_stats"));
+  auto whole =
+      ParseMessages(R"({"model":"m","max_tokens":8,"messages":[{"role":"user","content":"x"}]})");
+  ASSERT_TRUE(whole.ok());
+  EXPECT_FALSE(json::parse(UpstreamBody(whole->request)).as_object().contains("stream_options"));
 }
 
 TEST(AnthropicRequest, RendersLikeTheEquivalentChatCompletion) {

@@ -55,22 +55,21 @@ std::string Feed(StreamTranslator& t, const std::vector<std::string>& data) {
 
 TEST(AnthropicStream, TextStreamHasTheExactEventSequence) {
   StreamTranslator t(Ctx());
-  // Nothing is buffered: the role chunk alone already yields message_start.
-  auto start = Parse(t.OnData(Chunk(R"({"role":"assistant","content":""})")));
-  ASSERT_EQ(Names(start), std::vector<std::string>{"message_start"});
-  const json::object& msg = start[0].second.at("message").as_object();
+  // A role chunk without usage is held (message_start waits for usage or content); the
+  // first content then yields message_start and its block at once.
+  EXPECT_EQ(t.OnData(Chunk(R"({"role":"assistant","content":""})")), "");
+  auto first = Parse(t.OnData(Chunk(R"({"content":" Hello"})")));
+  EXPECT_EQ(Names(first), (std::vector<std::string>{"message_start", "content_block_start", "ping",
+                                                    "content_block_delta"}));
+  const json::object& msg = first[0].second.at("message").as_object();
   EXPECT_EQ(msg.at("id"), "msg_abc");
   EXPECT_EQ(msg.at("model"), "claude-local");
   EXPECT_EQ(msg.at("role"), "assistant");
   EXPECT_TRUE(msg.at("content").as_array().empty());
   EXPECT_TRUE(msg.at("stop_reason").is_null());
-  EXPECT_EQ(msg.at("usage").at("input_tokens"), 0);
-
-  auto first = Parse(t.OnData(Chunk(R"({"content":" Hello"})")));
-  EXPECT_EQ(Names(first),
-            (std::vector<std::string>{"content_block_start", "ping", "content_block_delta"}));
-  EXPECT_EQ(first[0].second.at("content_block"), json::parse(R"({"type":"text","text":""})"));
-  EXPECT_EQ(first[2].second.at("delta"), json::parse(R"({"type":"text_delta","text":" Hello"})"));
+  EXPECT_EQ(msg.at("usage").at("input_tokens"), 0);  // no usage upstream yet
+  EXPECT_EQ(first[1].second.at("content_block"), json::parse(R"({"type":"text","text":""})"));
+  EXPECT_EQ(first[3].second.at("delta"), json::parse(R"({"type":"text_delta","text":" Hello"})"));
 
   auto rest =
       Parse(Feed(t, {Chunk(R"({"content":" world"})", "\"length\""), UsageChunk(12, 0, 2)}));
@@ -86,6 +85,33 @@ TEST(AnthropicStream, TextStreamHasTheExactEventSequence) {
   EXPECT_TRUE(t.done());
   EXPECT_FALSE(t.failed());
   EXPECT_EQ(t.OnEnd(), "") << "nothing after message_stop";
+}
+
+// A vLLM pool asked for continuous_usage_stats puts the usage on every chunk, its role
+// chunk first: message_start reports the prompt's tokens, and message_delta's cumulative
+// usage agrees with it (input + cache reads = message_start's input).
+TEST(AnthropicStream, MessageStartCarriesThePromptTokensFromTheFirstUsageChunk) {
+  StreamTranslator t(Ctx());
+  auto with_usage = [](std::string chunk, int prompt, int completion) {
+    chunk.pop_back();  // the closing brace
+    return chunk + R"(,"usage":{"prompt_tokens":)" + std::to_string(prompt) +
+           R"(,"total_tokens":)" + std::to_string(prompt + completion) +
+           R"(,"completion_tokens":)" + std::to_string(completion) + "}}";
+  };
+  auto start = Parse(t.OnData(with_usage(Chunk(R"({"role":"assistant","content":""})"), 37, 0)));
+  ASSERT_EQ(Names(start), std::vector<std::string>{"message_start"});
+  const json::object& usage = start[0].second.at("message").at("usage").as_object();
+  EXPECT_EQ(usage.at("input_tokens"), 37);
+  EXPECT_EQ(usage.at("output_tokens"), 0);
+  auto ev = Parse(Feed(t, {with_usage(Chunk(R"({"content":"Hi"})"), 37, 1),
+                           with_usage(Chunk(R"({"content":"!"})", "\"stop\""), 37, 2),
+                           UsageChunk(37, 32, 2), "[DONE]"}));
+  const json::object& delta = ev[ev.size() - 2].second.at("usage").as_object();
+  EXPECT_EQ(delta.at("input_tokens"), 5);
+  EXPECT_EQ(delta.at("cache_read_input_tokens"), 32);
+  EXPECT_EQ(delta.at("output_tokens"), 2);
+  EXPECT_EQ(delta.at("input_tokens").as_int64() + delta.at("cache_read_input_tokens").as_int64(),
+            usage.at("input_tokens").as_int64());
 }
 
 TEST(AnthropicStream, TextWithEmptyToolCallsListIsJustText) {

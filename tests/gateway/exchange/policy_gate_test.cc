@@ -356,6 +356,38 @@ TEST_F(PolicyProxyTest, RetriesStayWithinTheAllowedSet) {
   EXPECT_EQ(ext.requests(), 1);
 }
 
+// Every local replica down, the provider healthy but excluded by the policy: the 503
+// (529 on /v1/messages, Retry-After as for any unhealthy pool) names the policy that left
+// no candidate and what it excluded; the provider is still never called.
+TEST_F(PolicyProxyTest, AllLocalReplicasDownNamesThePolicyThatExcludedTheProvider) {
+  FakeUpstream& ext = Fake();
+  GatewayConfig c = Base({kExamples + "pii-local-only.yaml"});
+  c.pools.push_back(PoolConfig{
+      "local",
+      "m",
+      {ParseEndpointUrl("http://127.0.0.1:" + std::to_string(testing::DeadPort()), "t")}});
+  AddProvider(c, "ext", "m", ext);
+  Start(c);
+  const std::string pii = Chat("m", "my card is 4111 1111 1111 1111");
+  // The dead replica is ejected by its failed scrape or by the first request's connect.
+  ASSERT_TRUE(
+      WaitUntil([&] { return Post(pii).body.find("No healthy endpoint") != std::string::npos; }));
+  auto r = Post(pii);
+  EXPECT_EQ(r.status, 503) << r.body;
+  const std::string message(json::parse(r.body).at("error").at("message").as_string());
+  EXPECT_NE(message.find("policy 'pii-local-only' excluded the healthy endpoint provider/ext "
+                         "(excluded by class provider)"),
+            std::string::npos)
+      << message;
+  auto a = Post(Messages("m", "my card is 4111 1111 1111 1111"), {}, "/v1/messages");
+  EXPECT_EQ(a.status, 529) << a.body;
+  EXPECT_NE(a.body.find("policy 'pii-local-only'"), std::string::npos) << a.body;
+  EXPECT_EQ(ext.requests(), 0);
+  // Without PII the provider serves.
+  EXPECT_EQ(Post(Chat("m", "hello")).status, 200);
+  EXPECT_EQ(ext.requests(), 1);
+}
+
 // x-kinference-tags is ignored unless tagging.trusted_tag_header is set.
 TEST_F(PolicyProxyTest, TagHeaderIgnoredUnlessTrusted) {
   FakeUpstream& ext = Fake();

@@ -79,6 +79,21 @@ TEST_F(PolicyProxyTest, PiiSplitAcrossNeighbouringMessagesIsTagged) {
   EXPECT_EQ(ext.requests(), 1);
 }
 
+// Split across the user's turns with the assistant's between them: the gate hands the
+// scan's per-role spans to the pii tagger too (both fronts).
+TEST_F(PolicyProxyTest, PiiSplitAcrossTheUsersTurnsAroundAnAssistantTurnIsTagged) {
+  FakeUpstream& ext = Fake();
+  GatewayConfig c = Base({kExamples + "pii-local-only.yaml"});
+  AddProvider(c, "ext", "m", ext);
+  Start(c);
+  const std::string turns = R"("messages":[{"role":"user","content":"my card is 4111 1111"},)"
+                            R"({"role":"assistant","content":"Go on."},)"
+                            R"({"role":"user","content":"1111 1111"}]})";
+  EXPECT_EQ(Post(R"({"model":"m",)" + turns).status, 403);
+  EXPECT_EQ(Post(R"({"model":"m","max_tokens":16,)" + turns, {}, "/v1/messages").status, 403);
+  EXPECT_EQ(ext.requests(), 0);
+}
+
 // Content no tagger reads (docs/policy.md, "onUnscannableContent"): an image part and a
 // token-id completions prompt.
 const std::string kImageChat =
@@ -109,15 +124,33 @@ spec:
   EXPECT_EQ(ext.requests(), 1);
 }
 
-// With ignore (the default, as in the example) the same requests pass on their text's tags.
+// With ignore (the default) the same requests pass on their text's tags.
 TEST_F(PolicyProxyTest, UnscannableContentIgnoredByDefault) {
   FakeUpstream& ext = Fake();
-  GatewayConfig c = Base({kExamples + "pii-local-only.yaml"});
+  GatewayConfig c = Base({Write("open.yaml", R"(apiVersion: kinference.io/v1alpha1
+kind: InferencePolicy
+metadata: {name: pii-open}
+spec:
+  match: {tags: {anyOf: [pii]}}
+  constraints: {exclude: {classes: [provider]}}
+)")});
   AddProvider(c, "ext", "m", ext);
   Start(c);
   EXPECT_EQ(Post(kImageChat).status, 200);
   EXPECT_EQ(Post(kTokenIdPrompt, {}, "/v1/completions").status, 200);
   EXPECT_EQ(ext.requests(), 2);
+}
+
+// The shipped example is fail-closed (onUnscannableContent: treatAsTagged): an image or a
+// token-id prompt with only a provider serving the model is refused, never sent there.
+TEST_F(PolicyProxyTest, ShippedPiiLocalOnlyKeepsUnscannableContentOffProviders) {
+  FakeUpstream& ext = Fake();
+  GatewayConfig c = Base({kExamples + "pii-local-only.yaml"});
+  AddProvider(c, "ext", "m", ext);
+  Start(c);
+  EXPECT_EQ(Post(kImageChat).status, 403);
+  EXPECT_EQ(Post(kTokenIdPrompt, {}, "/v1/completions").status, 403);
+  EXPECT_EQ(ext.requests(), 0);
 }
 
 // The classifier receives the original Anthropic body's keys and strings on /v1/messages.

@@ -486,10 +486,28 @@ TEST_F(AnthropicProviderMixedTest, UntranslatableMessagesGoToTheAnthropicProvide
 
 TEST_F(AnthropicProviderTest, UntranslatableMessagesWithoutAnthropicProviderAre400) {
   auto r = Post(R"({"model":"other","max_tokens":8,"messages":[{"role":"user","content":[
-      {"type":"document","source":{"type":"text","media_type":"text/plain","data":"x"}}]}]})",
+      {"type":"document","source":{"type":"base64","media_type":"application/pdf",
+       "data":"JVBERi0="}}]}]})",
                 {}, "/v1/messages");
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_EQ(json::parse(r.body).at("error").at("type"), "invalid_request_error");
+  EXPECT_NE(r.body.find("PDF"), std::string::npos) << r.body;
+}
+
+// A document with a text source reaches an Anthropic provider as the client sent it (the
+// native passthrough), and the same body to a model without one is served as text.
+TEST_F(AnthropicProviderTest, TextDocumentPassesThroughToTheAnthropicProvider) {
+  server_->set_response(200, "application/json", kMessage);
+  const std::string doc = R"({"model":"m","max_tokens":8,"messages":[{"role":"user","content":[
+      {"type":"document","title":"T","source":{"type":"text","media_type":"text/plain",
+       "data":"The sky is blue."}},{"type":"text","text":"Summarise."}]}]})";
+  auto r = Post(doc, {}, "/v1/messages");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, kMessage);
+  auto sent = json::parse(server_->last_body());
+  EXPECT_EQ(sent.at("messages").at(0).at("content").at(0).at("type"), "document");
+  EXPECT_EQ(sent.at("messages").at(0).at("content").at(0).at("source").at("data"),
+            "The sky is blue.");
 }
 
 }  // namespace
