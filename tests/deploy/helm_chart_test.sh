@@ -91,6 +91,17 @@ render -f "$ROOT/tests/deploy/values-full.yaml" >"$WORK/full.yaml" 2>&1 || {
 check "rendered values-full.yaml: pool settings, Secret references, volumes, ledger PVC, NetworkPolicy, PrometheusRule, controller metrics/PDB, digest" \
   python3 "$ROOT/tests/deploy/check_rendered.py" full "$WORK/full.yaml"
 check "helm lint --strict -f values-full.yaml" helm lint --strict "$CHART" -f "$ROOT/tests/deploy/values-full.yaml"
+# The gateway's own parser accepts that config file as --kubernetes reads it: the config is
+# parsed before the cluster is resolved, so with no kubeconfig it stops there (exit 2)
+# without a "gateway config:" error.
+python3 "$ROOT/tests/deploy/check_rendered.py" gateway-config "$WORK/full.yaml" >"$WORK/full-gateway.yaml"
+KUBECONFIG=/nonexistent "$KINFERENCE" gateway --kubernetes --config "$WORK/full-gateway.yaml" \
+  --kubeconfig /nonexistent >/dev/null 2>"$WORK/full-gateway.err"
+if grep -q "gateway config:" "$WORK/full-gateway.err"; then
+  fail "the gateway refuses values-full.yaml's config: $(grep 'gateway config:' "$WORK/full-gateway.err" | head -1)"
+elif grep -q "/nonexistent" "$WORK/full-gateway.err"; then
+  ok "the gateway's parser accepts values-full.yaml's config (pools settings, tls, accounting)"
+else fail "the gateway with values-full.yaml's config: $(tail -2 "$WORK/full-gateway.err")"; fi
 # Another release name: objects and the PrometheusRule's job follow the fullname.
 helm template prod "$CHART" --namespace kinference-system --set serviceMonitor.enabled=true \
   --set prometheusRule.enabled=true >"$WORK/prod.yaml" 2>&1 || fail "helm template: release prod"
