@@ -40,7 +40,7 @@ def candidates(text, folders):
     for m in WORD.finditer(text):
         w = m.group(0).rstrip(".,:;)")
         before = text[max(0, m.start() - 8):m.start()]
-        if "://" in before or before.endswith("@") or w.endswith("/") and w.count("/") == 1 and False:
+        if "://" in before or before.endswith("@"):
             continue
         if w.startswith("../"):
             if w.count("/") > 1:  # "../shared" alone names no file
@@ -58,8 +58,6 @@ def folders_near(naming_file):
     tests/ and of the naming file's folder and its ancestors."""
     out = set()
     d = os.path.dirname(naming_file)
-    for base in [os.path.join(ROOT, "src"), os.path.join(ROOT, "tests")] + [d]:
-        pass
     bases = [os.path.join(ROOT, "src"), os.path.join(ROOT, "tests")]
     while d.startswith(ROOT + "/"):
         bases.append(d)
@@ -126,9 +124,8 @@ def files():
         for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, top)):
             dirnames[:] = [d for d in dirnames if d not in ("testdata", "fixtures", "golden", "__pycache__")]
             for f in filenames:
-                if f.endswith((".md", ".h", ".cc", ".yaml", ".yml", ".tpl", ".txt", ".sh", ".py", ".cmake")) or f == "Dockerfile":
-                    if f.endswith(".json") or f == "go.sum":
-                        continue
+                if f.endswith((".md", ".h", ".cc", ".yaml", ".yml", ".tpl", ".txt", ".sh", ".py", ".cmake")) or \
+                        f.startswith("Containerfile"):
                     yield os.path.join(dirpath, f)
 
 
