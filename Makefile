@@ -8,7 +8,7 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # every build this Makefile starts (cmake, scripts/fuzz.sh, scripts/test_asan.sh).
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps build test test-sdk unit-test demo bench bench-sim bench-gateway bench-peers format clean k8s-tools fuzz test-asan
+.PHONY: all deps build test test-sdk unit-test demo bench bench-sim bench-gateway bench-peers format clean k8s-tools fuzz test-asan test-image
 .PHONY: demo-vllm bench-guidellm
 
 all: build
@@ -74,6 +74,15 @@ bench-peers: build
 # into ~/.cache/kinference (once per machine). Prints their folder.
 k8s-tools:
 	@bash scripts/k8s-tools.sh
+
+# The container image built without a registry (mmdebstrap + podman from Debian 12,
+# scripts/image-airgap.sh) and started against an engine-sim (tests/deploy/image_test.sh).
+# Installs podman, mmdebstrap, uidmap and runc first.
+test-image: build
+	@command -v podman >/dev/null && command -v mmdebstrap >/dev/null && command -v runc >/dev/null || \
+	  { SUDO=$$( [ "$$(id -u)" -ne 0 ] && echo sudo ); DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	    --no-install-recommends podman mmdebstrap uidmap runc </dev/null; }
+	bash tests/deploy/image_test.sh $(BUILD)/kinference
 
 # libFuzzer targets (fuzz/) built with clang, ASan and UBSan in build-fuzz, each run for
 # FUZZ_SECONDS from its seed corpus (fuzz/corpus/NAME); any finding fails (scripts/fuzz.sh).

@@ -2,7 +2,7 @@
 # A real Kubernetes API server on loopback, for tests and demos: etcd + kube-apiserver (built by
 # scripts/k8s-tools.sh), RBAC on, an admin bearer token, service-account tokens signed with a
 # key made here. No scheduler, kubelet or controller-manager: Pods stay Pending until a test
-# patches their status (../shared/notes/kubernetes-testenv.md; docs/kubernetes.md).
+# patches their status (docs/kubernetes.md, "Test environment").
 #
 # Usage:
 #   scripts/k8s-testenv.sh start DIR            start both; DIR is created (must be empty or absent)

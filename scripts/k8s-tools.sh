@@ -7,7 +7,7 @@
 #   helm            3.22.0  (tools/k8s/helm)
 # The wrapper modules' go.mod/go.sum are committed and built with -mod=readonly, so every
 # machine builds the same code (module hashes checked against go.sum). Why wrappers, and the
-# flags: ../shared/notes/kubernetes-testenv.md (measured), Kubernetes' hack/lib/version.sh and
+# flags: docs/kubernetes.md (measured), Kubernetes' hack/lib/version.sh and
 # helm's Makefile (version ldflags).
 #
 # Binaries go to $KINFERENCE_CACHE/k8s-tools-<versions>/bin (default ~/.cache/kinference),

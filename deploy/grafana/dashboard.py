@@ -161,6 +161,35 @@ def build():
             [("max by (instance) (vllm:kv_cache_usage_perc)", "{{instance}}")],
             unit="percentunit", w=8)
 
+    d.row("Refusals, admission and accounting")
+    d.panel("Requests refused before routing",
+            "Per second, by outcome: overloaded (admission control's queue full or timed out, "
+            "or every endpoint cooling down after an upstream Retry-After) and rate_limited "
+            "(a tenant's limits or budgets): the gateway's own 429/503/529 answers.",
+            [(f'sum by (outcome) (rate(kinference_requests_total{{outcome=~"overloaded|rate_limited"}}[{RATE}]))'
+              " or vector(0)", "{{outcome}}")], unit="reqps")
+    d.panel("Admission queue",
+            "Requests waiting for room per pool (pools with max_in_flight), and refusals per "
+            "second by reason (queue_full, timeout, evicted).",
+            [("sum by (pool) (kinference_admission_waiting) or vector(0)", "{{pool}} waiting"),
+             (f"sum by (pool, reason) (rate(kinference_admission_refused_total[{RATE}])) or vector(0)",
+              "{{pool}} refused {{reason}}")])
+    d.panel("Usage ledger",
+            "Records per second by state (written, spooled, replayed), records not yet in the "
+            "store, and records lost in the last hour (docs/accounting.md).",
+            [(f"sum by (state) (rate(kinference_ledger_records_total[{RATE}])) or vector(0)",
+              "{{state}}"),
+             ("sum(kinference_ledger_backlog_records) or vector(0)", "backlog"),
+             ("sum(increase(kinference_ledger_lost_records_total[1h])) or vector(0)",
+              "lost (1 h)")])
+    d.panel("Shared limits and KV-event feeds",
+            "Gateways whose Redis for shared tenant limits is down, and endpoints whose "
+            "KV-event feed is not live (approximate prefix index in use); 0 when all are up "
+            "or none is configured.",
+            [("count(kinference_limits_redis_up == 0) or vector(0)", "Redis down"),
+             ("count(kinference_kv_events_live == 0) or vector(0)", "KV-event feeds down")],
+            kind="stat", w=24)
+
     d.row("Policies")
     d.panel("Policy decisions",
             "Per InferencePolicy and outcome (matched, removed candidates, rejected, "

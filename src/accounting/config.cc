@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "accounting/config_keys.h"
+
 namespace kinference::accounting {
 namespace {
 
@@ -31,6 +33,11 @@ void CheckKeys(const YAML::Node& node, const std::string& where,
       Fail(where + "." + key, "unknown key (expected one of " + list + ")");
     }
   }
+}
+
+// The keys the table (config_keys.cc) lists directly under `section`.
+std::set<std::string> Section(std::string_view section) {
+  return KeysUnder(AccountingConfigKeys(), section);
 }
 
 std::string String(const YAML::Node& node, const std::string& field) {
@@ -66,10 +73,7 @@ std::string Resolve(const std::string& path, const std::string& base_dir) {
 
 LedgerConfig ParseLedger(const YAML::Node& node, const std::string& base_dir) {
   const std::string w = "accounting.ledger";
-  CheckKeys(
-      node, w,
-      {"store", "sqlite_path", "sqlite_synchronous", "postgres", "spool_dir", "spool_max_bytes",
-       "queue_capacity", "batch_size", "flush_interval_ms", "retention_days"});
+  CheckKeys(node, w, Section("accounting.ledger"));
   LedgerConfig c;
   if (node["store"]) {
     std::string s = String(node["store"], w + ".store");
@@ -120,7 +124,7 @@ PriceTable ParsePrices(const YAML::Node& node) {
   for (size_t i = 0; i < node.size(); ++i) {
     const std::string f = w + "[" + std::to_string(i) + "]";
     const YAML::Node e = node[i];
-    CheckKeys(e, f, {"model", "provider", "input", "cached_input", "cache_write", "output"});
+    CheckKeys(e, f, Section("accounting.prices[]"));
     PriceEntry p;
     if (!e["model"]) Fail(f + ".model", "missing (a served model name or \"*\")");
     p.model = String(e["model"], f + ".model");
@@ -143,8 +147,7 @@ PriceTable ParsePrices(const YAML::Node& node) {
 
 EstimateConfig ParseEstimate(const YAML::Node& node) {
   const std::string w = "accounting.estimate";
-  CheckKeys(node, w,
-            {"chars_per_token", "output_tokens", "context_tokens", "model_context_tokens"});
+  CheckKeys(node, w, Section("accounting.estimate"));
   EstimateConfig c;
   if (node["chars_per_token"]) {
     double v = 0;
@@ -176,7 +179,7 @@ EstimateConfig ParseEstimate(const YAML::Node& node) {
 
 RedisConfig ParseRedis(const YAML::Node& node) {
   const std::string w = "accounting.redis";
-  CheckKeys(node, w, {"url", "password_env", "timeout_ms", "key_prefix"});
+  CheckKeys(node, w, Section("accounting.redis"));
   RedisConfig c;
   if (!node["url"]) Fail(w + ".url", "missing (redis://host:port[/db])");
   const std::string url = String(node["url"], w + ".url");
@@ -217,10 +220,7 @@ const TenantLimits* LimitsConfig::For(const std::string& tenant) const {
 }
 
 TenantLimits ParseTenantLimits(const YAML::Node& node, const std::string& w) {
-  CheckKeys(node, w,
-            {"requests_per_minute", "input_tokens_per_minute", "output_tokens_per_minute",
-             "max_concurrent_requests", "spend_per_day_usd", "spend_per_month_usd",
-             "on_limits_unavailable"});
+  CheckKeys(node, w, Section("accounting.limits.default"));
   TenantLimits l;
   constexpr int64_t kMax = 1'000'000'000'000LL;
   if (node["requests_per_minute"])
@@ -324,13 +324,13 @@ AccountingConfig ParseAccountingConfig(const YAML::Node& node, const std::string
     c.ledger.spool_dir = c.ledger.sqlite_path + ".spool";
     return c;
   }
-  CheckKeys(node, "accounting", {"ledger", "prices", "estimate", "limits", "redis", "usage_api"});
+  CheckKeys(node, "accounting", Section("accounting"));
   c.ledger =
       ParseLedger(node["ledger"] ? node["ledger"] : YAML::Node(YAML::NodeType::Map), base_dir);
   if (node["prices"]) c.prices = ParsePrices(node["prices"]);
   if (node["estimate"]) c.estimate = ParseEstimate(node["estimate"]);
   if (const YAML::Node l = node["limits"]) {
-    CheckKeys(l, "accounting.limits", {"default", "tenants"});
+    CheckKeys(l, "accounting.limits", Section("accounting.limits"));
     if (l["default"])
       c.limits.default_limits = ParseTenantLimits(l["default"], "accounting.limits.default");
     if (const YAML::Node t = l["tenants"]) {
@@ -343,7 +343,7 @@ AccountingConfig ParseAccountingConfig(const YAML::Node& node, const std::string
   }
   if (node["redis"]) c.redis = ParseRedis(node["redis"]);
   if (const YAML::Node u = node["usage_api"]) {
-    CheckKeys(u, "accounting.usage_api", {"admin_tenants"});
+    CheckKeys(u, "accounting.usage_api", Section("accounting.usage_api"));
     if (const YAML::Node a = u["admin_tenants"]) {
       if (!a.IsSequence()) Fail("accounting.usage_api.admin_tenants", "expected a list of tenants");
       for (size_t i = 0; i < a.size(); ++i)

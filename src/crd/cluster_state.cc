@@ -129,8 +129,14 @@ ClusterSnapshot ClusterState::Update(const ClusterCaches& c) {
       for (const auto& [pkey, pod] : c.pods->items()) {
         if (!Selects(view.spec, *pod) || !PodReady(*pod)) continue;
         std::string name(k8s::NameOf(*pod));
-        view.endpoints.push_back(PodEndpoint{fmt::format("{}/{}", view.spec.name, name), name,
-                                             PodIp(*pod), view.spec.target_port});
+        // One endpoint per target port (data-parallel ranks); with one port the id is
+        // <pool>/<pod>, with several <pool>/<pod>:<port>.
+        const bool one = view.spec.target_ports.size() == 1;
+        for (uint16_t port : view.spec.target_ports) {
+          std::string id = one ? fmt::format("{}/{}", view.spec.name, name)
+                               : fmt::format("{}/{}:{}", view.spec.name, name, port);
+          view.endpoints.push_back(PodEndpoint{std::move(id), name, PodIp(*pod), port});
+        }
       }
     }
     // Pool names are unique per namespace; a gateway serves one namespace.

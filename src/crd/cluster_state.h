@@ -33,7 +33,7 @@
 namespace kinference::crd {
 
 struct PodEndpoint {
-  std::string id;   // "<pool>/<pod>"
+  std::string id;   // "<pool>/<pod>", or "<pool>/<pod>:<port>" when the pool has several ports
   std::string pod;  // metadata.name
   std::string ip;
   uint16_t port = 0;

@@ -382,15 +382,20 @@ Result<PoolSpec> PoolFromObject(const json::object& obj) {
   }
   const json::value* ports = k8s::Find(obj, {"spec", "targetPorts"});
   if (ports == nullptr || !ports->is_array() || ports->as_array().empty())
-    return InvalidArgument("spec.targetPorts: required (one port)");
-  const json::value& first = ports->as_array().front();
-  const json::value* number = first.is_object() ? first.as_object().if_contains("number") : nullptr;
-  if (number == nullptr || !number->is_number())
-    return InvalidArgument("spec.targetPorts[0].number: required");
-  double n = number->to_number<double>();
-  if (!(n >= 1 && n <= 65535) || n != std::floor(n))
-    return InvalidArgument("spec.targetPorts[0].number: expected a port 1..65535");
-  p.target_port = static_cast<uint16_t>(n);
+    return InvalidArgument("spec.targetPorts: required (at least one port)");
+  for (size_t i = 0; i < ports->as_array().size(); ++i) {
+    const json::value& port = ports->as_array()[i];
+    const std::string field = fmt::format("spec.targetPorts[{}].number", i);
+    const json::value* number = port.is_object() ? port.as_object().if_contains("number") : nullptr;
+    if (number == nullptr || !number->is_number()) return InvalidArgument(field + ": required");
+    double n = number->to_number<double>();
+    if (!(n >= 1 && n <= 65535) || n != std::floor(n))
+      return InvalidArgument(field + ": expected a port 1..65535");
+    const auto value = static_cast<uint16_t>(n);
+    if (std::find(p.target_ports.begin(), p.target_ports.end(), value) != p.target_ports.end())
+      return InvalidArgument(field + ": duplicate port " + std::to_string(value));
+    p.target_ports.push_back(value);
+  }
   return p;
 }
 

@@ -9,9 +9,11 @@
 // - InferenceProvider, InferenceTenant: read here, strictly (unknown fields are errors
 //   even though the API server prunes them: an object written while an older CRD was
 //   installed must not be half-understood).
-// - InferencePool (inference.networking.k8s.io/v1): spec.selector.matchLabels and
-//   spec.targetPorts[0].number; other fields (endpointPickerRef, ...) are ignored, so
-//   pools written for the Gateway API Inference Extension work unchanged.
+// - InferencePool (inference.networking.k8s.io/v1): spec.selector.matchLabels and every
+//   spec.targetPorts[].number (up to 8, distinct: the Inference Extension's data-parallel
+//   ranks, one model server per port on each Pod; each port is an endpoint of its own,
+//   ClusterState); other fields (endpointPickerRef, ...) are ignored, so pools written for
+//   the Gateway API Inference Extension work unchanged.
 //
 // Errors: kInvalidArgument whose message lists one "FIELD.PATH: reason" per problem (e.g.
 // "spec.models[1].name: required"); FieldPathOf extracts the first path.
@@ -105,7 +107,7 @@ struct PoolSpec {
   std::string name;
   std::string ns;
   std::map<std::string, std::string> match_labels;
-  uint16_t target_port = 0;
+  std::vector<uint16_t> target_ports;  // in spec order; at least one
 };
 
 Result<PoolSpec> PoolFromObject(const boost::json::object& obj);

@@ -13,6 +13,7 @@
 #include "common/logging.h"
 #include "gateway/config/config.h"
 #include "gateway/config/config_fields.h"
+#include "gateway/config/config_keys.h"
 #include "gateway/gateway.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/rest_client.h"
@@ -140,6 +141,9 @@ int Run(const CliOptions& cli) {
   wait_usr();
   // Ready only now that the signal handlers are in place: a supervisor (or test) that
   // signals as soon as it reads this line gets the graceful drain, not the default action.
+  if (auto admin = gateway->AdminPort())
+    std::cout << "gateway admin listening on " << config.admin_listen->address << ":" << *admin
+              << std::endl;
   std::cout << "gateway listening on " << config.listen_address << ":" << *port << std::endl;
   io.run();
   // Stopped here, while the signal sets still exist: destroyed, they would restore the
@@ -184,7 +188,15 @@ void RegisterCommand(CLI::App& app) {
                   "trace, debug, info, warn, error, critical or off; overrides the config's "
                   "log_level (SIGUSR1 / SIGUSR2 step it at run time)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
-  cmd->callback([cli, drain_timeout_s, drain, config] {
+  auto print_reference = std::make_shared<bool>(false);
+  cmd->add_flag("--config-reference", *print_reference,
+                "print every config key with its type, default and meaning (Markdown, "
+                "docs/configuration.md) and exit");
+  cmd->callback([cli, drain_timeout_s, drain, config, print_reference] {
+    if (*print_reference) {
+      std::cout << GatewayConfigReference();
+      return SetExitCode(0);
+    }
     if (config->count() == 0 && !cli->kubernetes) {
       throw CLI::RequiredError("--config (required without --kubernetes)");
     }

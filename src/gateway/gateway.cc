@@ -1,16 +1,20 @@
 #include "gateway/gateway.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string_view>
+#include <system_error>
 
 #include "api/anthropic/messages_request.h"
 #include "api/openai/error.h"
@@ -86,6 +90,35 @@ Status CheckKeyBeforeLargeBody(const GatewayContext& ctx, const http::Request& h
   return tenant.ok() ? Status::Ok() : tenant.status();
 }
 
+// The ledger's folders (a SQLite file's, the spool's) must be writable before the gateway
+// serves: else every usage record would be lost, or the first one would fail the process
+// later. The usual cause is a relative sqlite_path resolved into a read-only config folder
+// (a Kubernetes ConfigMap mount), hence the advice in the message.
+Status CheckLedgerFolders(const accounting::LedgerConfig& ledger) {
+  std::vector<std::pair<std::string, std::string>> folders;  // field, folder
+  if (ledger.store == accounting::StoreKind::kSqlite) {
+    std::string dir = std::filesystem::path(ledger.sqlite_path).parent_path().string();
+    folders.emplace_back("accounting.ledger.sqlite_path", dir.empty() ? "." : dir);
+  }
+  if (ledger.store != accounting::StoreKind::kNone && !ledger.spool_dir.empty())
+    folders.emplace_back("accounting.ledger.spool_dir", ledger.spool_dir);
+  for (const auto& [field, dir] : folders) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::string why = ec ? ec.message() : "";
+    if (!ec && ::access(dir.c_str(), W_OK | X_OK) != 0)
+      why = std::error_code(errno, std::generic_category()).message();
+    if (!why.empty()) {
+      return Status(ErrorCode::kInvalidArgument,
+                    field + ": the folder '" + dir + "' cannot be written (" + why +
+                        "); the ledger needs a writable folder that outlives the gateway "
+                        "(Helm chart: gateway.persistence; several replicas: ledger.store "
+                        "postgres)");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Gateway::Gateway(boost::asio::io_context& io, GatewayConfig config)
@@ -100,6 +133,7 @@ void Gateway::UseKubernetes(std::shared_ptr<k8s::RestClient> client, std::string
 
 Result<uint16_t> Gateway::Start() {
   if (ctx_->accounting) {
+    if (Status s = CheckLedgerFolders(ctx_->config.accounting.ledger); !s.ok()) return s;
     // The ledger's spool and store (an unreachable store is not fatal: records wait in
     // the spool); local limits load today's and this month's spend from the ledger.
     if (Status s = ctx_->accounting->Start(); !s.ok()) {
@@ -149,6 +183,19 @@ Result<uint16_t> Gateway::Start() {
     }
   };
   server_ = std::make_unique<http::Server>(io_, options);
+  // admin_listen (config.h): /metrics, /health, /ready and /debug/* on a listener of their
+  // own, plain HTTP, no body, the server's default error shape.
+  if (const auto& admin = ctx_->config.admin_listen) {
+    http::ServerOptions admin_options;
+    admin_options.address = admin->address;
+    admin_options.port = admin->port;
+    admin_options.max_body_bytes = 64 * 1024;  // no admin route takes a body
+    admin_options.max_connections = 64;        // scrapers and probes; our choice
+    admin_options.header_timeout_s = ctx_->config.server_timeouts.header_s;
+    admin_options.keep_alive_timeout_s = ctx_->config.server_timeouts.keep_alive_s;
+    admin_options.body_timeout_s = ctx_->config.server_timeouts.body_s;
+    admin_server_ = std::make_unique<http::Server>(io_, admin_options);
+  }
   auto ctx = ctx_;
   kv_feeds_ = std::make_shared<KvFeeds>(ctx_);
   // Every route goes through `route`, which also records the path's methods for 405
@@ -158,6 +205,14 @@ Result<uint16_t> Gateway::Start() {
     std::string& allow = allowed[path];
     allow += (allow.empty() ? "" : ", ") + method + (method == "GET" ? ", HEAD" : "");
     server_->Route(std::move(method), std::move(path), std::move(handler));
+  };
+  // The admin routes: on the admin listener when there is one (/health and /ready on both:
+  // load balancers probe the traffic port), else on the API listener.
+  auto admin_route = [&](std::string method, std::string path, http::Handler handler,
+                         bool also_on_api) {
+    if (!admin_server_) return route(std::move(method), std::move(path), std::move(handler));
+    if (also_on_api) route(method, path, handler);
+    admin_server_->Route(std::move(method), std::move(path), std::move(handler));
   };
   route("POST", "/v1/chat/completions", [ctx](http::Request r, auto w) {
     HandleCompletion(ctx, api::ApiKind::kChatCompletions, std::move(r), std::move(w));
@@ -183,45 +238,58 @@ Result<uint16_t> Gateway::Start() {
   });
   // Liveness: the gateway's io thread answers. Readiness: some model has a healthy
   // endpoint (not ejected, breaker closed); per model below.
-  route("GET", "/health", [](http::Request, auto w) {
-    w->Send(200, "application/json", json::serialize(json::object{{"status", "ok"}}));
-  });
-  route("GET", "/ready", [ctx](http::Request, auto w) {
-    ctx->RefreshBreakers();
-    json::object models;
-    for (const auto& m : ctx->Models()) {
-      int healthy = 0, total = 0;
-      for (const auto& ep : ctx->endpoints) {
-        if (ep.info.model != m) continue;
-        ++total;
-        healthy += ep.healthy ? 1 : 0;
-      }
-      models[m] = json::object{{"healthy_endpoints", healthy}, {"endpoints", total}};
-    }
-    const bool ready = !ctx->ServableModels().empty();
-    w->Send(ready ? 200 : 503, "application/json",
-            json::serialize(json::object{{"status", ready ? "ready" : "unavailable"},
-                                         {"models", std::move(models)}}));
-  });
-  route("GET", "/metrics", [ctx, feeds = kv_feeds_](http::Request, auto w) {
-    feeds->UpdateStats(ctx->stats);
-    ctx->RefreshBreakers();
-    const auto& ac = ctx->admission.controller();
-    for (const auto& pool : ac.Pools()) {
-      admission::PoolStats ps = ac.Stats(pool);
-      ctx->stats.SetAdmission(pool, ps.waiting, ps.queued_total, ps.refused_queue_full_total,
-                              ps.refused_timeout_total, ps.evicted_total);
-    }
-    if (ctx->accounting) UpdateLedgerStats(*ctx);
-    w->Send(200, "text/plain; version=0.0.4; charset=utf-8",
-            ctx->stats.Exposition() + BuildInfoExposition());
-  });
+  admin_route(
+      "GET", "/health",
+      [](http::Request, auto w) {
+        w->Send(200, "application/json", json::serialize(json::object{{"status", "ok"}}));
+      },
+      true);
+  admin_route(
+      "GET", "/ready",
+      [ctx](http::Request, auto w) {
+        ctx->RefreshBreakers();
+        json::object models;
+        for (const auto& m : ctx->Models()) {
+          int healthy = 0, total = 0;
+          for (const auto& ep : ctx->endpoints) {
+            if (ep.info.model != m) continue;
+            ++total;
+            healthy += ep.healthy ? 1 : 0;
+          }
+          models[m] = json::object{{"healthy_endpoints", healthy}, {"endpoints", total}};
+        }
+        const bool ready = !ctx->ServableModels().empty();
+        w->Send(ready ? 200 : 503, "application/json",
+                json::serialize(json::object{{"status", ready ? "ready" : "unavailable"},
+                                             {"models", std::move(models)}}));
+      },
+      true);
+  admin_route(
+      "GET", "/metrics",
+      [ctx, feeds = kv_feeds_](http::Request, auto w) {
+        feeds->UpdateStats(ctx->stats);
+        ctx->RefreshBreakers();
+        const auto& ac = ctx->admission.controller();
+        for (const auto& pool : ac.Pools()) {
+          admission::PoolStats ps = ac.Stats(pool);
+          ctx->stats.SetAdmission(pool, ps.waiting, ps.queued_total, ps.refused_queue_full_total,
+                                  ps.refused_timeout_total, ps.evicted_total);
+        }
+        if (ctx->accounting) UpdateLedgerStats(*ctx);
+        w->Send(200, "text/plain; version=0.0.4; charset=utf-8",
+                ctx->stats.Exposition() + BuildInfoExposition());
+      },
+      false);
   // GET /v1/usage (front/usage.h): only with an accounting section.
   if (ctx_->accounting) {
     route("GET", "/v1/usage", [ctx](http::Request r, auto w) { ServeUsage(ctx, r, std::move(w)); });
   }
-  route("GET", "/debug/decisions", [ctx](http::Request r, auto w) { ServeDecisions(*ctx, r, *w); });
-  route("GET", "/debug/endpoints", [ctx](http::Request r, auto w) { ServeEndpoints(*ctx, r, *w); });
+  admin_route(
+      "GET", "/debug/decisions", [ctx](http::Request r, auto w) { ServeDecisions(*ctx, r, *w); },
+      false);
+  admin_route(
+      "GET", "/debug/endpoints", [ctx](http::Request r, auto w) { ServeEndpoints(*ctx, r, *w); },
+      false);
   // No route for the method and path: 405 on a known path, else 404: Anthropic's shape
   // for /v1/messages and paths under it (e.g. /v1/messages/count_tokens, which the
   // Anthropic SDK calls), OpenAI's elsewhere (what http::Server answers without a fallback).
@@ -236,6 +304,12 @@ Result<uint16_t> Gateway::Start() {
     }
     http::SendOpenAiError(*w, not_found);
   });
+  if (admin_server_) {
+    auto admin_port = admin_server_->Start();
+    if (!admin_port.ok())
+      return Status(admin_port.status().code(), "admin_listen: " + admin_port.status().message());
+    admin_port_ = *admin_port;
+  }
   auto port = server_->Start();
   if (!port.ok()) return port;
   scraper_ = std::make_shared<Scraper>(ctx_);
@@ -319,6 +393,7 @@ void Gateway::Stop() {
   if (k8s_source_) k8s_source_->Stop();
   if (kv_feeds_) kv_feeds_->Stop();
   if (server_) server_->Stop();
+  if (admin_server_) admin_server_->Stop();
   // After the server: the records of requests ended by the stop are submitted first,
   // then every queued record is written or spooled (a graceful stop loses nothing).
   if (ctx_->accounting) ctx_->accounting->Stop();

@@ -24,6 +24,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "common/status.h"
 #include "gateway/config/config.h"
@@ -53,8 +54,11 @@ class Gateway {
   // reloaded then. Call before Start.
   void UseKubernetes(std::shared_ptr<k8s::RestClient> client, std::string ns);
   // Binds, starts serving and scraping (and watching, in Kubernetes mode); returns the
-  // bound port. Errors: kUnavailable.
+  // bound port. Errors: kUnavailable; kInvalidArgument when the ledger's folders cannot be
+  // written (accounting.ledger.sqlite_path / spool_dir, named in the message).
   Result<uint16_t> Start();
+  // The admin listener's bound port (config admin_listen) after Start; none without one.
+  std::optional<uint16_t> AdminPort() const { return admin_port_; }
   // Starts a graceful drain (see above); `grace_s` is real seconds (<= 0: stop at once).
   // `done` runs once, on the io_context thread, after the gateway has stopped. A second
   // call, or Stop(), ends the drain early (Stop: without calling `done`).
@@ -71,6 +75,8 @@ class Gateway {
   boost::asio::io_context& io_;
   std::shared_ptr<GatewayContext> ctx_;
   std::unique_ptr<http::Server> server_;
+  std::unique_ptr<http::Server> admin_server_;  // admin_listen; null without it
+  std::optional<uint16_t> admin_port_;
   std::shared_ptr<Scraper> scraper_;
   std::shared_ptr<PolicyReloader> reloader_;
   std::shared_ptr<KvFeeds> kv_feeds_;  // pools with kv_events (upstream/kv_feeds.h)

@@ -217,7 +217,7 @@ void Runner::Scrape(size_t i, size_t gi, double L) {
                              now_});
     q_.Push(now_ + L + o_.metrics_delay_s, EventKind::kDeliverMetrics, key);
   } else if (++g.failed_scrapes[i] >= kUnhealthyAfterFailures && g.healthy[i]) {
-    // Connection refused, as gateway/scraper.cc sees a dead pod.
+    // Connection refused, as gateway/upstream/scraper.cc sees a dead pod.
     g.healthy[i] = false;
     g.router->SetHealthy(rep.spec.id, false);
   }

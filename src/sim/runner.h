@@ -49,7 +49,7 @@ struct PendingKvBatch {
 };
 
 // One gateway replica: its router, its admission queue, and what it knows of each
-// replica's health from its own scrapes (as gateway/scraper.cc: unhealthy after
+// replica's health from its own scrapes (as gateway/upstream/scraper.cc: unhealthy after
 // kUnhealthyAfterFailures consecutive failed scrapes, healthy again at the next success).
 struct Gateway {
   std::unique_ptr<routing::Router> router;
@@ -143,7 +143,7 @@ class Runner {
                                        double L);
   void GatewayFirstToken(size_t idx, double L);
   // A failed attempt (connection refused or dropped before the first token): retried
-  // once on another endpoint, as the gateway does (gateway/exchange_relay.cc).
+  // once on another endpoint, as the gateway does (gateway/exchange/exchange_relay.cc).
   void AttemptFailed(size_t idx, const std::string& why, double L);
   void GatewayFinished(size_t idx, bool ok, double L);
   // Precise mode: sends a replica's KV events to the routers (one latency later).

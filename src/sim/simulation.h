@@ -25,9 +25,9 @@
 // they hold), or restart (killed: their in-flight requests fail; down for `downtime_s`,
 // then back with an empty KV cache and reset counters). Nothing announces a restart to
 // the routers: as a gateway does, each finds out from failed connections (a request
-// without a first token is retried once on another endpoint, as gateway/exchange_relay.cc
+// without a first token is retried once on another endpoint, as gateway/exchange/exchange_relay.cc
 // does), from failed scrapes (unhealthy after 3, healthy at the next success, as
-// gateway/scraper.cc) and from counters going backwards (the prefix index is cleared,
+// gateway/upstream/scraper.cc) and from counters going backwards (the prefix index is cleared,
 // routing/endpoint_state.h). A failed request ends its session, as in `kinference bench`.
 // Gateway replicas (SimOptions::routers) each have their own router and scrapes; a
 // request goes through one of them. Admission (AdmissionOptions) queues requests at the

@@ -51,6 +51,26 @@ TEST(ClusterStateTest, PoolEndpointsAreTheReadySelectedPodsAtTheTargetPort) {
   EXPECT_EQ(snap.pools.at("llama").endpoints[0].id, "llama/b");
 }
 
+// Every target port of a Pod is an endpoint (the Inference Extension's data-parallel
+// ranks); before, only the first port was served.
+TEST(ClusterStateTest, EveryTargetPortOfAPodIsAnEndpoint) {
+  Caches c;
+  c.pools.Upsert(Obj(R"({"metadata":{"name":"dp","namespace":"ns","resourceVersion":"1"},
+      "spec":{"selector":{"matchLabels":{"app":"vllm"}},
+              "targetPorts":[{"number":8000},{"number":8001}]}})"));
+  c.pods.Upsert(Obj(Pod("a", "127.0.0.2", true, "1")));
+  ClusterState state;
+  auto snap = state.Update(c.View());
+  const auto& eps = snap.pools.at("dp").endpoints;
+  ASSERT_EQ(eps.size(), 2u);
+  EXPECT_EQ(eps[0].id, "dp/a:8000");
+  EXPECT_EQ(eps[0].port, 8000);
+  EXPECT_EQ(eps[1].id, "dp/a:8001");
+  EXPECT_EQ(eps[1].port, 8001);
+  EXPECT_EQ(eps[1].ip, "127.0.0.2");
+  EXPECT_EQ(eps[1].pod, "a");
+}
+
 TEST(ClusterStateTest, AnInvalidEditKeepsTheLastAcceptedPolicyAndIsReportedOnce) {
   Caches c;
   c.policies.Upsert(Obj(R"({"metadata":{"name":"p","namespace":"ns","resourceVersion":"1"},

@@ -152,7 +152,7 @@ TEST(PoolTest, ReadsSelectorAndTargetPortAndIgnoresOtherFields) {
                   "targetPorts":[{"number":8000}],
                   "endpointPickerRef":{"name":"epp","port":{"number":9002}}}})"));
   ASSERT_TRUE(p.ok()) << p.status().message();
-  EXPECT_EQ(p->target_port, 8000);
+  EXPECT_EQ(p->target_ports, std::vector<uint16_t>{8000});
   EXPECT_EQ(p->match_labels.at("app"), "vllm-llama");
   auto bad = PoolFromObject(
       Parse(R"({"metadata":{"name":"x"},"spec":{"selector":{"matchLabels":{"a":"b"}}}})"));
@@ -160,8 +160,28 @@ TEST(PoolTest, ReadsSelectorAndTargetPortAndIgnoresOtherFields) {
   EXPECT_EQ(FieldPathOf(bad.status().message()), "spec.targetPorts");
 }
 
+// Data-parallel ranks: every target port, in order; a duplicate or a bad later port is an
+// error naming its index (before, only targetPorts[0] was read and the rest ignored).
+TEST(PoolTest, ReadsEveryTargetPort) {
+  auto p = PoolFromObject(Parse(R"({"metadata":{"name":"dp"},
+      "spec":{"selector":{"matchLabels":{"app":"v"}},
+              "targetPorts":[{"number":8000},{"number":8001},{"number":8002}]}})"));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->target_ports, (std::vector<uint16_t>{8000, 8001, 8002}));
+  auto dup = PoolFromObject(Parse(R"({"metadata":{"name":"dp"},
+      "spec":{"selector":{"matchLabels":{"app":"v"}},
+              "targetPorts":[{"number":8000},{"number":8000}]}})"));
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(FieldPathOf(dup.status().message()), "spec.targetPorts[1].number");
+  auto bad = PoolFromObject(Parse(R"({"metadata":{"name":"dp"},
+      "spec":{"selector":{"matchLabels":{"app":"v"}},
+              "targetPorts":[{"number":8000},{"number":70000}]}})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(FieldPathOf(bad.status().message()), "spec.targetPorts[1].number");
+}
+
 TEST(PoolTest, PodsAreEndpointsWhenReadyWithAnIpAndSelectedByEveryLabel) {
-  PoolSpec pool{"llama", "ns", {{"app", "vllm"}, {"model", "llama"}}, 8000};
+  PoolSpec pool{"llama", "ns", {{"app", "vllm"}, {"model", "llama"}}, {8000}};
   auto pod = Parse(
       R"({"metadata":{"name":"p","namespace":"ns","labels":{"app":"vllm","model":"llama","x":"y"}},
           "status":{"podIP":"127.0.0.2","conditions":[{"type":"PodScheduled","status":"True"},

@@ -74,8 +74,75 @@ else
     fail "values schema error does not name the key: $(head -3 "$WORK/bogus.out")"
 fi
 if render --set gateway.config.listen.port=1 >"$WORK/listen.out" 2>&1; then
-  fail "values schema refuses gateway.config.listen (set from gateway.port)"
-else ok "values schema refuses gateway.config.listen (set from gateway.port)"; fi
+  fail "values schema refuses gateway.config.listen.port (set from gateway.port)"
+else ok "values schema refuses gateway.config.listen.port (set from gateway.port)"; fi
+if render --set gateway.config.admin_listen.port=1 >"$WORK/admin.out" 2>&1; then
+  fail "values schema refuses gateway.config.admin_listen (set from gateway.adminPort)"
+else ok "values schema refuses gateway.config.admin_listen (set from gateway.adminPort)"; fi
+if render --set 'gateway.config.pools[0].name=p' --set 'gateway.config.pools[0].max_in_flight=-1' \
+  >"$WORK/pool.out" 2>&1; then
+  fail "values schema refuses a negative pools[].max_in_flight"
+else ok "values schema refuses a negative pools[].max_in_flight"; fi
+# Every optional feature (tests/deploy/values-full.yaml), release "kinference".
+render -f "$ROOT/tests/deploy/values-full.yaml" >"$WORK/full.yaml" 2>&1 || {
+  fail "helm template: values-full.yaml"
+  head -5 "$WORK/full.yaml"
+}
+check "rendered values-full.yaml: pool settings, Secret references, volumes, ledger PVC, NetworkPolicy, PrometheusRule, controller metrics/PDB, digest" \
+  python3 "$ROOT/tests/deploy/check_rendered.py" full "$WORK/full.yaml"
+check "helm lint --strict -f values-full.yaml" helm lint --strict "$CHART" -f "$ROOT/tests/deploy/values-full.yaml"
+# The gateway's own parser accepts that config file as --kubernetes reads it: the config is
+# parsed before the cluster is resolved, so with no kubeconfig it stops there (exit 2)
+# without a "gateway config:" error.
+python3 "$ROOT/tests/deploy/check_rendered.py" gateway-config "$WORK/full.yaml" >"$WORK/full-gateway.yaml"
+KUBECONFIG=/nonexistent "$KINFERENCE" gateway --kubernetes --config "$WORK/full-gateway.yaml" \
+  --kubeconfig /nonexistent >/dev/null 2>"$WORK/full-gateway.err"
+if grep -q "gateway config:" "$WORK/full-gateway.err"; then
+  fail "the gateway refuses values-full.yaml's config: $(grep 'gateway config:' "$WORK/full-gateway.err" | head -1)"
+elif grep -q "/nonexistent" "$WORK/full-gateway.err"; then
+  ok "the gateway's parser accepts values-full.yaml's config (pools settings, tls, accounting)"
+else fail "the gateway with values-full.yaml's config: $(tail -2 "$WORK/full-gateway.err")"; fi
+# Another release name: objects and the PrometheusRule's job follow the fullname.
+helm template prod "$CHART" --namespace kinference-system --set serviceMonitor.enabled=true \
+  --set prometheusRule.enabled=true >"$WORK/prod.yaml" 2>&1 || fail "helm template: release prod"
+check "release prod: prod-kinference-* objects; PrometheusRule job = gateway Service name" \
+  python3 "$ROOT/tests/deploy/check_rendered.py" names "$WORK/prod.yaml" prod
+helm template kinference "$CHART" --namespace kinference-system --set serviceMonitor.enabled=true \
+  --set prometheusRule.enabled=true --set fullnameOverride=kinference-edge >"$WORK/edge.yaml" 2>&1 ||
+  fail "helm template: fullnameOverride"
+check "fullnameOverride kinference-edge: PrometheusRule job = gateway Service name" \
+  python3 "$ROOT/tests/deploy/check_rendered.py" names "$WORK/edge.yaml" kinference-edge
+# A SQLite ledger the pods could not write, or could not share, is refused with a message.
+refused() { # DESCRIPTION EXPECTED-TEXT helm-template-args...
+  local what=$1 want=$2
+  shift 2
+  if render "$@" >"$WORK/refused.out" 2>&1; then fail "$what: rendered"
+  elif grep -q "$want" "$WORK/refused.out"; then ok "$what"
+  else fail "$what: $(tail -2 "$WORK/refused.out")"; fi
+}
+refused "accounting with a SQLite ledger and no persistence is refused" \
+  "set gateway.persistence.enabled=true" --set gateway.config.accounting.estimate.output_tokens=256
+refused "a SQLite ledger on the PVC with 2 replicas is refused" "use ledger.store: postgres" \
+  --set gateway.config.accounting.estimate.output_tokens=256 --set gateway.persistence.enabled=true
+render --set gateway.config.accounting.ledger.store=postgres \
+  --set gateway.config.accounting.ledger.postgres=host=pg >"$WORK/pg.yaml" 2>&1 &&
+  ok "accounting with PostgreSQL and 2 replicas renders" ||
+  fail "accounting with PostgreSQL: $(tail -2 "$WORK/pg.yaml")"
+render --set gateway.autoscaling.enabled=true --set gateway.adminPort=0 >"$WORK/hpa.yaml" 2>&1 ||
+  fail "helm template: autoscaling, no admin port"
+check "autoscaling: an HPA and no fixed replicas; adminPort 0: probes and metrics on http" \
+  python3 - "$WORK/hpa.yaml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+hpa = [d for d in docs if d["kind"] == "HorizontalPodAutoscaler"]
+gw = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "kinference-gateway"][0]
+ct = gw["spec"]["template"]["spec"]["containers"][0]
+cm = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "kinference-gateway"][0]
+assert len(hpa) == 1 and hpa[0]["spec"]["scaleTargetRef"]["name"] == "kinference-gateway", hpa
+assert "replicas" not in gw["spec"], gw["spec"]
+assert ct["readinessProbe"]["httpGet"]["port"] == "http" and len(ct["ports"]) == 1, ct
+assert "admin_listen" not in yaml.safe_load(cm["data"]["gateway.yaml"])
+PY
 
 # --- A real API server.
 if ! K8S_TESTENV_NO_BUILD=1 K8S_TESTENV_WATCH_PID=$$ bash "$ROOT/scripts/k8s-testenv.sh" start \
@@ -107,6 +174,29 @@ for f in "$ROOT"/examples/kubernetes/*.yaml "$ROOT"/examples/policies/*.yaml; do
   check "API server accepts ${f#"$ROOT"/} (server-side dry run)" \
     kubectl apply --dry-run=server -n team-a -f "$f"
 done
+
+# The rendered features, applied for real (the API server validates every object; it has no
+# Prometheus Operator, so ServiceMonitors and PrometheusRules are left out).
+kubectl create namespace kinference-full >/dev/null
+render_full() { helm template kinference "$CHART" --namespace kinference-full "$@"; }
+render_full -f "$ROOT/tests/deploy/values-full.yaml" >"$WORK/full-ns.yaml" &&
+  python3 "$ROOT/tests/deploy/check_rendered.py" without-monitoring "$WORK/full-ns.yaml" >"$WORK/full-apply.yaml"
+check "API server accepts values-full.yaml's objects (kubectl apply: PVC, NetworkPolicy, PDBs, controller metrics Service, Deployments)" \
+  kubectl apply -f "$WORK/full-apply.yaml"
+check "values-full.yaml: the gateway Deployment as stored keeps preStop, readiness on admin, the Secret env" \
+  bash -c "'$BIN/kubectl' get deploy kinference-gateway -n kinference-full -o json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)[\"spec\"][\"template\"][\"spec\"]
+c = d[\"containers\"][0]
+assert c[\"lifecycle\"][\"preStop\"][\"exec\"][\"command\"] == [\"/bin/sleep\", \"5\"]
+assert c[\"readinessProbe\"][\"httpGet\"] == {\"path\": \"/ready\", \"port\": \"admin\", \"scheme\": \"HTTP\"}, c[\"readinessProbe\"]
+assert any(e.get(\"valueFrom\", {}).get(\"secretKeyRef\", {}).get(\"name\") == \"vllm-api-key\" for e in c[\"env\"])
+'"
+render_full --set gateway.autoscaling.enabled=true >"$WORK/hpa-ns.yaml" &&
+  python3 "$ROOT/tests/deploy/check_rendered.py" without-monitoring "$WORK/hpa-ns.yaml" >"$WORK/hpa-apply.yaml"
+check "API server accepts the autoscaling variant (HorizontalPodAutoscaler autoscaling/v2)" \
+  kubectl apply -f "$WORK/hpa-apply.yaml"
+kubectl delete namespace kinference-full --wait=false >/dev/null 2>&1
 
 check "helm install (release in kinference-system, watching team-a)" \
   helm install kinference "$CHART" --namespace kinference-system --set watchNamespace=team-a
@@ -365,6 +455,13 @@ else
   fail "gateway with its token and the chart's config: $(tail -5 "$WORK/gateway.err")"
 fi
 GATEWAY_URL="http://127.0.0.1:$GATEWAY_PORT"
+# The chart's admin port (admin_listen): metrics there, not on the API port.
+ADMIN_PORT=$(sed -n 's/^gateway admin listening on .*:\([0-9]*\)$/\1/p' "$WORK/gateway.out")
+code_of() { curl -sS -o /dev/null -w '%{http_code}' "$1"; }
+[[ -n $ADMIN_PORT && $(code_of "http://127.0.0.1:$ADMIN_PORT/metrics") == 200 &&
+  $(code_of "$GATEWAY_URL/metrics") == 404 ]] &&
+  ok "gateway with the chart's config: /metrics on the admin port ($ADMIN_PORT), 404 on the API port" ||
+  fail "gateway with the chart's config: admin port '$ADMIN_PORT', /metrics on the API port $(code_of "$GATEWAY_URL/metrics")"
 KEY=sk-team-a-ci-replace-me # examples/kubernetes/inferencetenant.yaml
 chat() { # API_KEY -> HTTP status of a chat completion for qwen3-8b
   curl -sS -o "$WORK/chat.json" -w '%{http_code}' "$GATEWAY_URL/v1/chat/completions" \

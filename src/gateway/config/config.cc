@@ -11,6 +11,7 @@
 #include "accounting/config.h"
 #include "common/logging.h"
 #include "gateway/config/config_fields.h"
+#include "gateway/config/config_keys.h"
 
 namespace kinference::gateway {
 namespace {
@@ -39,9 +40,7 @@ std::vector<std::string> ZmqEndpoints(const YAML::Node& node, const std::string&
 
 KvEventsConfig ParseKvEvents(const YAML::Node& node, const std::string& where, size_t count) {
   if (!node.IsMap()) Fail(where, "expected a map with tokenizer (and endpoints, topic...)");
-  CheckKeys(
-      node, where,
-      {"tokenizer", "endpoints", "replay_endpoints", "topic", "block_size", "none_hash_seed"});
+  CheckKeys(node, where, ConfigSection("pools[].kv_events"));
   KvEventsConfig c;
   if (!node["tokenizer"]) Fail(where + ".tokenizer", "missing (engine-sim or a model folder)");
   c.tokenizer = NonEmptyString(node["tokenizer"], where + ".tokenizer");
@@ -65,9 +64,7 @@ KvEventsConfig ParseKvEvents(const YAML::Node& node, const std::string& where, s
 
 PoolConfig ParsePool(const YAML::Node& node, const std::string& where, ConfigMode mode) {
   if (!node.IsMap()) Fail(where, "expected a map with name, model, endpoints");
-  CheckKeys(
-      node, where,
-      {"name", "model", "endpoints", "max_in_flight", "kv_events", "api_key_env", "api_key_file"});
+  CheckKeys(node, where, ConfigSection("pools[]"));
   PoolConfig pool;
   if (!node["name"]) Fail(where + ".name", "missing");
   pool.name = NonEmptyString(node["name"], where + ".name");
@@ -137,38 +134,14 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode,
     throw ConfigError(std::string("gateway config: invalid YAML: ") + e.what());
   }
   if (!root.IsMap()) throw ConfigError("gateway config: expected a map at the top level");
-  CheckKeys(root, "",
-            {"listen",
-             "strategy",
-             "scrape_interval_s",
-             "time_scale",
-             "request_timeout_s",
-             "max_body_bytes",
-             "max_buffered_body_bytes",
-             "max_connections",
-             "block_chars",
-             "router_seed",
-             "drain_timeout_s",
-             "upstream_streaming",
-             "pools",
-             "tenants",
-             "providers",
-             "policies",
-             "tagging",
-             "admission",
-             "backpressure",
-             "server_timeouts",
-             "log_format",
-             "log_level",
-             "accounting"});
+  CheckKeys(root, "", ConfigSection(""));
   GatewayConfig c;
   if (const auto listen = root["listen"]) {
     if (!listen.IsMap()) Fail("listen", "expected a map with address, port");
-    CheckKeys(listen, "listen", {"address", "port", "tls"});
+    CheckKeys(listen, "listen", ConfigSection("listen"));
     if (const auto tls = listen["tls"]) {
       if (!tls.IsMap()) Fail("listen.tls", "expected a map with cert_file, key_file");
-      CheckKeys(tls, "listen.tls",
-                {"cert_file", "key_file", "client_ca_file", "reload_interval_s"});
+      CheckKeys(tls, "listen.tls", ConfigSection("listen.tls"));
       if (!tls["cert_file"] || !tls["key_file"])
         Fail("listen.tls", "cert_file and key_file are both required");
       c.tls.cert_file = NonEmptyString(tls["cert_file"], "listen.tls.cert_file");
@@ -187,9 +160,23 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode,
       c.listen_port = static_cast<uint16_t>(port);
     }
   }
+  if (const auto admin = root["admin_listen"]) {
+    if (!admin.IsMap()) Fail("admin_listen", "expected a map with address, port");
+    CheckKeys(admin, "admin_listen", ConfigSection("admin_listen"));
+    AdminListenConfig a;
+    if (admin["address"]) a.address = NonEmptyString(admin["address"], "admin_listen.address");
+    if (admin["port"]) {
+      int port = Scalar<int>(admin["port"], "admin_listen.port", "an integer");
+      if (port < 0 || port > 65535) Fail("admin_listen.port", "must be 0..65535");
+      a.port = static_cast<uint16_t>(port);
+    }
+    if (a.port != 0 && a.port == c.listen_port && a.address == c.listen_address)
+      Fail("admin_listen.port", "must differ from listen.port on the same address");
+    c.admin_listen = std::move(a);
+  }
   if (const auto t = root["server_timeouts"]) {
     if (!t.IsMap()) Fail("server_timeouts", "expected a map with header_s, keep_alive_s, body_s");
-    CheckKeys(t, "server_timeouts", {"header_s", "keep_alive_s", "body_s"});
+    CheckKeys(t, "server_timeouts", ConfigSection("server_timeouts"));
     if (t["header_s"])
       c.server_timeouts.header_s = DurationS(t["header_s"], "server_timeouts.header_s", true);
     if (t["keep_alive_s"])
@@ -270,7 +257,7 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode,
   }
   if (const auto a = root["admission"]) {
     if (!a.IsMap()) Fail("admission", "expected a map with max_queue, queue_timeout_s");
-    CheckKeys(a, "admission", {"max_queue", "queue_timeout_s"});
+    CheckKeys(a, "admission", ConfigSection("admission"));
     if (a["max_queue"]) {
       int v = Scalar<int>(a["max_queue"], "admission.max_queue", "an integer");
       if (v < 0) Fail("admission.max_queue", "must be >= 0 (0: refuse when full)");
@@ -282,7 +269,7 @@ GatewayConfig ParseGatewayConfig(std::string_view yaml_text, ConfigMode mode,
   if (const auto b = root["backpressure"]) {
     if (!b.IsMap())
       Fail("backpressure", "expected a map with client_buffer_bytes, client_stall_timeout_s");
-    CheckKeys(b, "backpressure", {"client_buffer_bytes", "client_stall_timeout_s"});
+    CheckKeys(b, "backpressure", ConfigSection("backpressure"));
     if (b["client_buffer_bytes"]) {
       auto v = Scalar<long long>(b["client_buffer_bytes"], "backpressure.client_buffer_bytes",
                                  "an integer");

@@ -4,6 +4,7 @@
 // Schema (every field but `pools` optional; defaults below):
 //   listen: {address: 127.0.0.1, port: 8000}   # port 0: pick a free port
 //     tls: {cert_file, key_file, client_ca_file, reload_interval_s: 10}  # HTTPS; see below
+//   admin_listen: {address: 127.0.0.1, port: 9090}   # optional admin listener; see below
 //   server_timeouts: {header_s: 5, keep_alive_s: 5, body_s: 60}   # real seconds; see below
 //   log_format: text                            # text | json (--log-format overrides)
 //   log_level: info                             # trace..off (--log-level overrides)
@@ -84,6 +85,13 @@
 // limit; else at least max_body_bytes. max_connections: client connections open at once
 // (0: no limit); at the limit new ones wait in the kernel's listen backlog. With both,
 // what the bodies hold is at most max_buffered_body_bytes + max_connections x 64 KiB.
+// admin_listen: a second, plain-HTTP listener serving /metrics, /health, /ready and
+// /debug/* (docs/operations.md, "Admin port"). With it the API listener keeps the APIs,
+// /health and /ready (load balancers probe the traffic port) and answers 404 on /metrics
+// and /debug/*; without it (the default, as before) everything is on `listen`. The admin
+// listener keeps serving while the gateway drains, so /ready shows 503 and the last
+// metrics can be scraped until it stops.
+// Every key, with type, default and meaning: config_keys.cc (docs/configuration.md).
 // log_format / log_level: see common/logging.h; the command line's --log-format and
 // --log-level override them, SIGUSR1 / SIGUSR2 step the level at run time.
 // Several pools may serve the same or different models. Unknown keys are errors
@@ -177,9 +185,16 @@ struct ServerTimeoutsConfig {
   double body_s = 60;
 };
 
+// The admin listener (admin_listen); 9090: our choice, Prometheus' habit for metrics ports.
+struct AdminListenConfig {
+  std::string address = "127.0.0.1";
+  uint16_t port = 9090;
+};
+
 struct GatewayConfig {
   std::string listen_address = "127.0.0.1";
   uint16_t listen_port = 8000;
+  std::optional<AdminListenConfig> admin_listen;  // none: admin routes on `listen`
   ListenTlsConfig tls;
   ServerTimeoutsConfig server_timeouts;
   std::string log_format = "text";  // common/logging.h ParseLogFormat

@@ -6,6 +6,7 @@
 
 #include "gateway/config/config.h"
 #include "gateway/config/config_fields.h"
+#include "gateway/config/config_keys.h"
 
 namespace kinference::gateway {
 
@@ -18,7 +19,7 @@ using config_fields::Scalar;
 
 PoliciesConfig ParsePoliciesConfig(const YAML::Node& node) {
   if (!node.IsMap()) Fail("policies", "expected a map with files, reload_interval_s");
-  CheckKeys(node, "policies", {"files", "reload_interval_s", "debug_admin_tenants"});
+  CheckKeys(node, "policies", ConfigSection("policies"));
   PoliciesConfig c;
   if (const YAML::Node files = node["files"]) {
     if (!files.IsSequence()) Fail("policies.files", "expected a list of paths");
@@ -57,7 +58,7 @@ void ParseClassifierUrl(ClassifierConfig& c, const std::string& field) {
 ClassifierConfig ParseClassifier(const YAML::Node& node) {
   const std::string where = "tagging.classifier";
   if (!node.IsMap()) Fail(where, "expected a map with url, timeout_s, name");
-  CheckKeys(node, where, {"url", "timeout_s", "name"});
+  CheckKeys(node, where, ConfigSection("tagging.classifier"));
   ClassifierConfig c;
   c.url = NonEmptyString(node["url"], where + ".url");
   ParseClassifierUrl(c, where + ".url");
@@ -73,8 +74,7 @@ ClassifierConfig ParseClassifier(const YAML::Node& node) {
 
 TaggingConfig ParseTaggingConfig(const YAML::Node& node) {
   if (!node.IsMap()) Fail("tagging", "expected a map");
-  CheckKeys(node, "tagging",
-            {"pii", "simple", "simple_max_prompt_tokens", "trusted_tag_header", "classifier"});
+  CheckKeys(node, "tagging", ConfigSection("tagging"));
   TaggingConfig c;
   if (node["pii"]) c.pii = Scalar<bool>(node["pii"], "tagging.pii", "true or false");
   if (node["simple"]) c.simple = Scalar<bool>(node["simple"], "tagging.simple", "true or false");

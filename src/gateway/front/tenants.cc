@@ -8,12 +8,12 @@
 
 #include "gateway/config/config.h"
 #include "gateway/config/config_fields.h"
+#include "gateway/config/config_keys.h"
 
 namespace kinference::gateway {
 namespace {
 
 using config_fields::Fail;
-using config_fields::KeyName;
 using config_fields::NonEmptyString;
 
 int HexValue(char c) {
@@ -66,13 +66,7 @@ bool FromHex(std::string_view hex, Sha256Digest& out) {
 
 TenantsConfig ParseTenantsConfig(const YAML::Node& node, const std::string& where) {
   if (!node.IsMap()) Fail(where, "expected a map");
-  for (const auto& kv : node) {
-    std::string key = KeyName(kv.first, where);
-    if (key != "keys" && key != "anonymous_tenant" && key != "trust_tenant_header" &&
-        key != "tenant_header") {
-      Fail(where + "." + key, "unknown field");
-    }
-  }
+  config_fields::CheckKeys(node, where, ConfigSection("tenants"));
   TenantsConfig c;
   c.enabled = true;
   if (const auto keys = node["keys"]) {
@@ -81,10 +75,7 @@ TenantsConfig ParseTenantsConfig(const YAML::Node& node, const std::string& wher
       std::string f = where + ".keys[" + std::to_string(i) + "]";
       const YAML::Node k = keys[i];
       if (!k.IsMap()) Fail(f, "expected a map with sha256, tenant");
-      for (const auto& kv : k) {
-        std::string key = KeyName(kv.first, f);
-        if (key != "sha256" && key != "tenant") Fail(f + "." + key, "unknown field");
-      }
+      config_fields::CheckKeys(k, f, ConfigSection("tenants.keys[]"));
       if (!k["sha256"]) Fail(f + ".sha256", "missing");
       if (!k["tenant"]) Fail(f + ".tenant", "missing");
       TenantKey tk;

@@ -14,6 +14,7 @@
 
 #include "gateway/config/config.h"
 #include "gateway/config/config_fields.h"
+#include "gateway/config/config_keys.h"
 
 namespace kinference::gateway {
 namespace {
@@ -36,10 +37,7 @@ void ParseBaseUrl(ProviderConfig& p, const std::string& field) {
 
 ProviderConfig ParseProvider(const YAML::Node& node, const std::string& where) {
   if (!node.IsMap()) Fail(where, "expected a map");
-  CheckKeys(node, where,
-            {"name", "model", "serves_model", "base_url", "api_key_env", "api_key_file",
-             "timeout_s", "retries_before_first_byte", "circuit_breaker", "ca_file", "api",
-             "anthropic_version", "default_max_tokens"});
+  CheckKeys(node, where, ConfigSection("providers[]"));
   ProviderConfig p;
   p.name = NonEmptyString(node["name"], where + ".name");
   p.model = NonEmptyString(node["model"], where + ".model");
@@ -63,7 +61,7 @@ ProviderConfig ParseProvider(const YAML::Node& node, const std::string& where) {
   if (const auto cb = node["circuit_breaker"]) {
     std::string w = where + ".circuit_breaker";
     if (!cb.IsMap()) Fail(w, "expected a map with failures, cooldown_s");
-    CheckKeys(cb, w, {"failures", "cooldown_s"});
+    CheckKeys(cb, w, ConfigSection("providers[].circuit_breaker"));
     if (cb["failures"]) {
       double f = Positive(cb["failures"], w + ".failures");
       if (f != static_cast<int>(f)) Fail(w + ".failures", "expected an integer");

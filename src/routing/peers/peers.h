@@ -13,8 +13,8 @@
 //                described for the llm-d default scheduling profile (not re-checked).
 //   sglang       SGLang router ("SMG") cache_aware policy: shortest queue when load is
 //                imbalanced (abs 64 and rel 1.5), else highest prefix match rate if above
-//                cache_threshold 0.3, else smallest approximate tree. Source: SMG docs,
-//                docs/getting-started/load-balancing.md and concepts/routing/cache-aware.md
+//                cache_threshold 0.3, else smallest approximate tree. Source: SMG's documentation,
+//                pages getting-started/load-balancing and concepts/routing/cache-aware
 //                (defaults --cache-threshold 0.3, --balance-abs-threshold 64,
 //                --balance-rel-threshold 1.5).
 //   dynamo       NVIDIA Dynamo KV router: cost = overlap_score_weight * prefill_blocks +
