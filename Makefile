@@ -77,11 +77,13 @@ k8s-tools:
 
 # The container image built without a registry (mmdebstrap + podman from Debian 12,
 # scripts/image-airgap.sh) and started against an engine-sim (tests/deploy/image_test.sh).
-# Installs podman, mmdebstrap, uidmap and runc first.
+# Installs podman, mmdebstrap, uidmap, runc, fuse-overlayfs and slirp4netns first (the set
+# the test was run with; podman's Recommends are not installed).
 test-image: build
 	@command -v podman >/dev/null && command -v mmdebstrap >/dev/null && command -v runc >/dev/null || \
-	  { SUDO=$$( [ "$$(id -u)" -ne 0 ] && echo sudo ); DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
-	    --no-install-recommends podman mmdebstrap uidmap runc </dev/null; }
+	  { SUDO=$$( [ "$$(id -u)" -ne 0 ] && echo sudo ); $$SUDO apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
+	    podman mmdebstrap uidmap runc fuse-overlayfs slirp4netns </dev/null; }
 	bash tests/deploy/image_test.sh $(BUILD)/kinference
 
 # libFuzzer targets (fuzz/) built with clang, ASan and UBSan in build-fuzz, each run for
