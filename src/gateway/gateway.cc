@@ -115,8 +115,9 @@ Result<uint16_t> Gateway::Start() {
   // The server's own errors (413, malformed HTTP 400, 503 while draining or with no room
   // for a body) in the shape and status of the path's API: Anthropic's under /v1/messages
   // (overload, kUnavailable, is 529 overloaded_error there), OpenAI's elsewhere.
-  options.error_body = [](std::string_view path, const Status& status) {
-    return IsAnthropicPath(path) ? api::anthropic::ErrorBody(status) : api::OpenAiErrorBody(status);
+  options.error_body = [](std::string_view path, const Status& status, int http_status) {
+    return IsAnthropicPath(path) ? api::anthropic::ErrorBody(status)
+                                 : api::OpenAiErrorBody(status, http_status);
   };
   options.error_status = [](std::string_view path, const Status& status) {
     return IsAnthropicPath(path) ? api::anthropic::ErrorHttpStatus(status.code())
@@ -216,10 +217,8 @@ Result<uint16_t> Gateway::Start() {
     w->Send(200, "text/plain; version=0.0.4; charset=utf-8",
             ctx->stats.Exposition() + BuildInfoExposition());
   });
-  // GET /v1/usage (front/usage.h): only with an accounting section.
-  if (ctx_->accounting) {
-    route("GET", "/v1/usage", [ctx](http::Request r, auto w) { ServeUsage(ctx, r, std::move(w)); });
-  }
+  // GET /v1/usage (front/usage.h): 503 without an accounting section.
+  route("GET", "/v1/usage", [ctx](http::Request r, auto w) { ServeUsage(ctx, r, std::move(w)); });
   route("GET", "/debug/decisions", [ctx](http::Request r, auto w) { ServeDecisions(*ctx, r, *w); });
   route("GET", "/debug/endpoints", [ctx](http::Request r, auto w) { ServeEndpoints(*ctx, r, *w); });
   // No route for the method and path: 405 on a known path, else 404: Anthropic's shape
