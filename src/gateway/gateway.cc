@@ -21,6 +21,7 @@
 #include "gateway/front/messages.h"
 #include "gateway/front/usage.h"
 #include "gateway/kubernetes/source.h"
+#include "gateway/memory_trim.h"
 #include "gateway/stats/endpoints_debug.h"
 #include "gateway/upstream/kv_feeds.h"
 #include "gateway/upstream/scraper.h"
@@ -237,6 +238,10 @@ Result<uint16_t> Gateway::Start() {
   });
   auto port = server_->Start();
   if (!port.ok()) return port;
+  MemoryTrimHooks trim_hooks;
+  trim_hooks.active_requests = [this] { return ActiveRequests(); };
+  trimmer_ = std::make_shared<MemoryTrimmer>(io_.get_executor(), std::move(trim_hooks));
+  trimmer_->Start();
   scraper_ = std::make_shared<Scraper>(ctx_);
   scraper_->Start();
   kv_feeds_->Start();  // before the cluster's endpoints arrive: it follows them
@@ -312,6 +317,7 @@ Status Gateway::ReloadPolicies() {
 void Gateway::Stop() {
   if (drain_timer_) drain_timer_->cancel();
   drain_done_ = nullptr;
+  if (trimmer_) trimmer_->Stop();
   if (scraper_) scraper_->Stop();
   ctx_->admission.Stop();
   if (reloader_) reloader_->Stop();
