@@ -113,6 +113,10 @@ Result<uint16_t> Gateway::Start() {
   options.max_body_bytes = ctx_->config.max_body_bytes;
   options.max_buffered_body_bytes = EffectiveMaxBufferedBodyBytes(ctx_->config);
   options.max_connections = ctx_->config.max_connections;
+  // A streaming client's kernel send buffer holds at most about client_buffer_bytes (the
+  // kernel doubles the half asked for), so that a client that stops reading is paused
+  // (and cut after client_stall_timeout_s) within about twice client_buffer_bytes of it.
+  options.stream_send_buffer_bytes = ctx_->config.backpressure.client_buffer_bytes / 2;
   // The server's own errors (413, malformed HTTP 400, 503 while draining or with no room
   // for a body) in the shape and status of the path's API: Anthropic's under /v1/messages
   // (overload, kUnavailable, is 529 overloaded_error there), OpenAI's elsewhere.

@@ -127,6 +127,15 @@ struct ServerOptions {
   // accepting until one closes: new connections wait in the kernel's listen backlog, so a
   // flood of clients costs no memory beyond the sockets the kernel holds.
   size_t max_connections = 0;
+  // The kernel send buffer (SO_SNDBUF, bytes) of a connection once a streamed response
+  // begins on it (added; 0: the kernel's autotuning, up to net.ipv4.tcp_wmem's maximum,
+  // 4 MiB by default). Bounded, what a client has not taken stays in
+  // ResponseWriter::pending_bytes() instead of vanishing into the kernel, so that
+  // backpressure above it engages: with autotuning, loopback sockets took 3.5 MiB of a
+  // stream whose client read nothing before any byte was pending, and a gateway stream of
+  // that size was never paused (docs/reliability.md "Backpressure"). Linux doubles the
+  // value (socket(7)).
+  size_t stream_send_buffer_bytes = 0;
   // Request-body bytes held at once across all connections at most (added; 0: no limit),
   // counted from a request's header until its response has ended or its connection
   // closed (what is counted, and why a declared Content-Length is reserved whole on the

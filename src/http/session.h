@@ -46,6 +46,7 @@
 #include <boost/beast/http.hpp>
 #include <cctype>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -320,6 +321,17 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
   bool closed() const { return closed_; }
+  // A streamed response begins: the socket's send buffer is bounded to
+  // ServerOptions::stream_send_buffer_bytes (once per connection).
+  void BoundSendBuffer() {
+    const size_t bytes = server_->options_.stream_send_buffer_bytes;
+    if (bytes == 0 || send_buffer_bounded_ || closed_) return;
+    send_buffer_bounded_ = true;
+    beast::error_code ec;  // a failure leaves the kernel's autotuning: nothing to do
+    socket_.set_option(asio::socket_base::send_buffer_size(static_cast<int>(
+                           std::min<size_t>(bytes, std::numeric_limits<int>::max()))),
+                       ec);
+  }
   // Bytes queued or being written (ResponseWriter::pending_bytes).
   size_t pending() const { return pending_; }
   // A request was dispatched and its response has not finished (nor the client gone).
@@ -738,6 +750,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool keep_alive_ = true;
   bool closed_ = false;
   bool in_request_ = false;
+  bool send_buffer_bounded_ = false;  // BoundSendBuffer ran
 };
 
 }  // namespace kinference::http::detail

@@ -31,6 +31,7 @@ void Writer::StartStream(int status, std::string content_type, Headers extra) {
   if (started_) return;
   started_ = true;
   if (!closed_ && !session_->closed()) status_ = status;
+  session_->BoundSendBuffer();
   // Held until the handler returns: its first Write (the gateway's first events) goes out
   // with the head in one write.
   session_->Queue(FormatHead(status, content_type, extra, keep_alive_,
