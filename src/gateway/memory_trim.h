@@ -9,10 +9,13 @@
 // which since glibc 2.8 also releases the whole free pages inside the heap.
 //
 // TrimPolicy decides, from periodic samples, when a trim is worth it: the heap holds at
-// least `min_free_bytes` free and the requests in flight are at most half of their peak
-// since the last trim (the load fell; at steady load freed chunks are reused soon and a
-// trim would only fault the pages back in). MemoryTrimmer runs it every `interval_s` on
-// an io_context with mallinfo2(3)'s free bytes (fordblks) and calls malloc_trim(0).
+// least `min_free_bytes` free, the process's anonymous resident memory grew by at least
+// `min_free_bytes` since the last trim (free chunks a trim already gave back still count
+// as free, so the free bytes alone would trim again and again), and the requests in
+// flight are at most half of their peak since the last trim (the load fell; at steady
+// load freed chunks are reused soon and a trim would only fault the pages back in).
+// MemoryTrimmer runs it every `interval_s` on an io_context with mallinfo2(3)'s free bytes
+// (fordblks) and /proc/self/statm's resident minus shared pages, and calls malloc_trim(0).
 // Measured: docs/reliability.md "Memory after a load" (benchmarks/overload.py).
 //
 // Thread-safety: TrimPolicy is a plain value; MemoryTrimmer lives on its executor (Start,
@@ -39,20 +42,24 @@ struct MemoryTrimOptions {
 class TrimPolicy {
  public:
   explicit TrimPolicy(MemoryTrimOptions options = {}) : options_(options) {}
-  // One sample: requests in flight now and the heap's free bytes. True: trim now (the
-  // peak starts again from `active_requests`).
-  bool Sample(size_t active_requests, size_t free_heap_bytes);
+  // One sample: requests in flight now, the heap's free bytes and the anonymous resident
+  // bytes (0: unknown, not a condition). True: trim now (the peak starts again from
+  // `active_requests`); then call Trimmed with the anonymous resident bytes after the trim.
+  bool Sample(size_t active_requests, size_t free_heap_bytes, size_t resident_anon_bytes);
+  void Trimmed(size_t resident_anon_bytes) { anon_after_trim_ = resident_anon_bytes; }
 
  private:
   MemoryTrimOptions options_;
-  size_t peak_active_ = 0;  // since the last trim
+  size_t peak_active_ = 0;      // since the last trim
+  size_t anon_after_trim_ = 0;  // anonymous resident bytes right after the last trim
 };
 
-// What MemoryTrimmer reads and does; the defaults are mallinfo2().fordblks and
-// malloc_trim(0) (tests inject their own).
+// What MemoryTrimmer reads and does; the defaults are mallinfo2().fordblks,
+// /proc/self/statm and malloc_trim(0) (tests inject their own).
 struct MemoryTrimHooks {
   std::function<size_t()> active_requests;
   std::function<size_t()> free_heap_bytes;
+  std::function<size_t()> resident_anon_bytes;
   std::function<void()> trim;
 };
 
@@ -64,8 +71,11 @@ class MemoryTrimmer : public std::enable_shared_from_this<MemoryTrimmer> {
   void Stop();
   size_t trims() const { return trims_; }
 
-  // glibc's free heap bytes (mallinfo2().fordblks) and malloc_trim(0).
+  // glibc's free heap bytes (mallinfo2().fordblks), the process's anonymous resident
+  // bytes (/proc/self/statm: resident - shared pages; 0 when unreadable) and
+  // malloc_trim(0).
   static size_t HeapFreeBytes();
+  static size_t ResidentAnonBytes();
   static void TrimHeap();
 
  private:

@@ -15,24 +15,38 @@ namespace {
 
 constexpr size_t kMiB = 1u << 20;
 
-// After a load falls to half its peak or less, with enough free heap: trim, once; then
-// the peak starts again from the load at the trim.
+// After a load falls to half its peak or less, with enough free heap and enough more
+// resident than after the last trim: trim; then the peak starts again from the load at
+// the trim.
 TEST(TrimPolicyTest, TrimsOnceTheLoadFellToHalfItsPeakWithEnoughFreeHeap) {
   TrimPolicy p(MemoryTrimOptions{5, 4 * kMiB});
-  EXPECT_FALSE(p.Sample(0, 0));
-  EXPECT_FALSE(p.Sample(200, 60 * kMiB));  // at the peak: freed chunks are reused
-  EXPECT_FALSE(p.Sample(150, 60 * kMiB));  // still above half of it
-  EXPECT_TRUE(p.Sample(100, 60 * kMiB));   // half: the load fell
-  EXPECT_FALSE(p.Sample(100, 60 * kMiB));  // the peak is 100 now
-  EXPECT_TRUE(p.Sample(0, 30 * kMiB));     // idle
-  EXPECT_TRUE(p.Sample(0, 30 * kMiB));     // idle and still holding: again
+  EXPECT_FALSE(p.Sample(0, 0, 2 * kMiB));
+  EXPECT_FALSE(p.Sample(200, 60 * kMiB, 70 * kMiB));  // at the peak: freed chunks are reused
+  EXPECT_FALSE(p.Sample(150, 60 * kMiB, 70 * kMiB));  // still above half of it
+  EXPECT_TRUE(p.Sample(100, 60 * kMiB, 70 * kMiB));   // half: the load fell
+  p.Trimmed(20 * kMiB);
+  EXPECT_FALSE(p.Sample(100, 60 * kMiB, 30 * kMiB));  // the peak is 100 now
+  EXPECT_TRUE(p.Sample(0, 60 * kMiB, 30 * kMiB));     // idle, 10 MiB more resident
+  p.Trimmed(5 * kMiB);
+  // Idle, the trimmed chunks still counted free, nothing more resident: no trim again.
+  EXPECT_FALSE(p.Sample(0, 60 * kMiB, 5 * kMiB));
+  EXPECT_FALSE(p.Sample(0, 60 * kMiB, 9 * kMiB - 1));
+  EXPECT_TRUE(p.Sample(0, 60 * kMiB, 9 * kMiB));
 }
 
 TEST(TrimPolicyTest, NeverTrimsASmallFreeHeap) {
   TrimPolicy p(MemoryTrimOptions{5, 4 * kMiB});
-  EXPECT_FALSE(p.Sample(100, 60 * kMiB));
-  EXPECT_FALSE(p.Sample(0, 4 * kMiB - 1));
-  EXPECT_TRUE(p.Sample(0, 4 * kMiB));  // the peak (100) still counts
+  EXPECT_FALSE(p.Sample(100, 60 * kMiB, 70 * kMiB));
+  EXPECT_FALSE(p.Sample(0, 4 * kMiB - 1, 70 * kMiB));
+  EXPECT_TRUE(p.Sample(0, 4 * kMiB, 70 * kMiB));  // the peak (100) still counts
+}
+
+// Without a resident figure (0: /proc unreadable) the free heap and the load decide.
+TEST(TrimPolicyTest, UnknownResidentMemoryIsNoCondition) {
+  TrimPolicy p(MemoryTrimOptions{5, 4 * kMiB});
+  EXPECT_TRUE(p.Sample(0, 8 * kMiB, 0));
+  p.Trimmed(0);
+  EXPECT_TRUE(p.Sample(0, 8 * kMiB, 0));
 }
 
 // The trimmer samples on its timer and trims through its hook; Stop ends the sampling.
@@ -47,6 +61,7 @@ TEST(MemoryTrimmerTest, SamplesOnItsTimerAndTrimsThroughItsHook) {
     return active;
   };
   hooks.free_heap_bytes = [&] { return free_bytes; };
+  hooks.resident_anon_bytes = [&] { return free_bytes + 2 * kMiB; };
   hooks.trim = [&] {
     ++trims;
     free_bytes = 0;
@@ -71,6 +86,14 @@ TEST(MemoryTrimmerTest, HeapFreeBytesSeesFreedChunks) {
   blocks.clear();
   EXPECT_GE(MemoryTrimmer::HeapFreeBytes(), before + 4096 * 1024 / 2);
   MemoryTrimmer::TrimHeap();
+}
+
+TEST(MemoryTrimmerTest, ResidentAnonBytesReadsTheProcess) {
+  const size_t before = MemoryTrimmer::ResidentAnonBytes();
+  ASSERT_GT(before, 0u);
+  std::vector<char> touched(16 * kMiB, 1);  // 16 MiB written: resident and anonymous
+  EXPECT_GE(MemoryTrimmer::ResidentAnonBytes(), before + 8 * kMiB);
+  EXPECT_EQ(touched[12345], 1);
 }
 
 }  // namespace
