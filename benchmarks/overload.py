@@ -17,8 +17,12 @@ Prints one JSON line: RSS at start, peak and end; outcome counts of the overload
 in the baseline, during the overload and in each 5 s of the recovery; and the seconds after
 the overload until a 5 s window's p50 is within 1.5x of the baseline's.
 
+With --idle-after S, the light clients stop too and RSS is sampled S seconds more with no
+load at all (the long requests still in flight abandoned first): `rss_mb_idle_after` is
+the last sample, whether memory went back after the overload (issue 24).
+
 Usage: benchmarks/overload.py KINFERENCE_BINARY [--clients 200] [--light 4] [--phase 20]
-       [--max-in-flight 16] [--time-scale 20] [--long-tokens 2000]
+       [--max-in-flight 16] [--time-scale 20] [--long-tokens 2000] [--idle-after 0]
 Processes it starts are stopped by pid; temp files go to a mktemp directory.
 """
 import argparse
@@ -40,13 +44,19 @@ def body(max_tokens, ignore_eos):
                        "messages": [{"role": "user", "content": "tell me a story"}]})
 
 
-def client(port, payload, stop, record, timeout):
+heavy_conns = set()  # the long requests' connections (closed by --idle-after)
+
+
+def client(port, payload, stop, record, timeout, conns=None):
     conn = None
     while not stop.is_set():
         start = time.time()
         try:
             if conn is None:
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+                conn.connect()
+                if conns is not None:
+                    conns.add(conn)
             conn.request("POST", "/v1/chat/completions", payload,
                          {"Content-Type": "application/json"})
             r = conn.getresponse()
@@ -73,6 +83,7 @@ def main():
     ap.add_argument("--max-in-flight", type=int, default=16)
     ap.add_argument("--time-scale", type=float, default=20)
     ap.add_argument("--long-tokens", type=int, default=2000)
+    ap.add_argument("--idle-after", type=float, default=0)
     a = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="overload-")
@@ -120,7 +131,7 @@ def main():
         t_over = time.time()
         heavy_threads = [threading.Thread(target=client, daemon=True,
                                           args=(gw_port, body(a.long_tokens, True), stop_heavy,
-                                                rec(heavy), 600))
+                                                rec(heavy), 600, heavy_conns))
                          for _ in range(a.clients)]
         for t in heavy_threads:
             t.start()
@@ -132,6 +143,23 @@ def main():
         sample_until(t_rec + 2 * a.phase)
         stop_light.set()
         rss_end = rss_mb(gw.pid)
+        idle_samples = []
+        if a.idle_after > 0:
+            for c in list(heavy_conns):  # abandon the long requests still in flight
+                try:
+                    c.sock and c.sock.shutdown(2)
+                except OSError:
+                    pass
+            t_idle = time.time()
+            while time.time() < t_idle + a.idle_after:
+                time.sleep(1)
+                idle_samples.append((round(time.time() - t_idle, 1), round(rss_mb(gw.pid), 1)))
+            # Heap and stacks (anonymous) apart from the binary's and libraries' pages.
+            with open(f"/proc/{gw.pid}/status") as f:
+                kinds = {l.split(":")[0]: int(l.split()[1]) / 1024.0 for l in f
+                         if l.startswith(("RssAnon:", "RssFile:"))}
+            idle_samples_kinds = {"rss_anon_mb_idle_after": round(kinds.get("RssAnon", 0), 1),
+                                  "rss_file_mb_idle_after": round(kinds.get("RssFile", 0), 1)}
 
         def p50(lo, hi):
             v = [e - s for s, e, st, _ in light if lo <= e < hi and st == 200]
@@ -163,7 +191,9 @@ def main():
             "light_p50_s_recovery_5s_windows": windows,
             "recovered_after_s": recovered_after,
             "light_errors": sum(1 for _, _, st, _ in light if st != 200),
-            "rss_samples": samples}))
+            "rss_samples": samples,
+            **({"rss_mb_idle_after": idle_samples[-1][1], **idle_samples_kinds,
+                "rss_idle_samples": idle_samples} if idle_samples else {})}))
     finally:
         for p in reversed(procs):
             p.send_signal(signal.SIGKILL)

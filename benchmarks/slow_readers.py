@@ -10,7 +10,10 @@ client_stall_timeout_s, the request is cancelled and the client closed.
 
 Usage: benchmarks/slow_readers.py KINFERENCE_BINARY [--clients 20] [--duration 40]
        [--max-tokens 20000] [--time-scale 100] [--stall-timeout 30]
-Prints one JSON line: rss_mb at start, peak and end, and the gateway's stall counter.
+Prints one JSON line: rss_mb at start, peak and end, the gateway's stall counter, and
+the tokens the engine generated for these requests (vllm:generation_tokens from its
+/metrics at the end: nobody read any of them, the clients read nothing) with the time
+they stopped growing (the upstream requests cancelled or finished; issue 25 item 13).
 Processes it starts are stopped by pid; temp files go to a mktemp directory.
 """
 import argparse
@@ -77,16 +80,23 @@ def main():
         peak = start
         samples = []
         t0 = time.time()
+        sim_port = int(sim_url.rsplit(":", 1)[1])
+        tokens, tokens_last_grew_s = 0, 0.0
         while time.time() - t0 < a.duration:
             time.sleep(1)
             r = rss_mb(gw.pid)
             samples.append(round(r, 1))
             peak = max(peak, r)
+            t = metric(sim_port, "vllm:generation_tokens_total") or 0
+            if t > tokens:
+                tokens, tokens_last_grew_s = t, round(time.time() - t0, 1)
         end = rss_mb(gw.pid)
         print(json.dumps({"clients": a.clients, "duration_s": a.duration,
                           "max_tokens": a.max_tokens, "rss_mb_start": round(start, 1),
                           "rss_mb_peak": round(peak, 1), "rss_mb_end": round(end, 1),
                           "client_stalls_total": metric(gw_port, "kinference_client_stalls_total"),
+                          "engine_generation_tokens": tokens,
+                          "engine_tokens_last_grew_s": tokens_last_grew_s,
                           "samples": samples}))
     finally:
         for s in socks:

@@ -25,6 +25,7 @@
 #include "gateway/front/messages.h"
 #include "gateway/front/usage.h"
 #include "gateway/kubernetes/source.h"
+#include "gateway/memory_trim.h"
 #include "gateway/stats/endpoints_debug.h"
 #include "gateway/upstream/kv_feeds.h"
 #include "gateway/upstream/scraper.h"
@@ -146,11 +147,16 @@ Result<uint16_t> Gateway::Start() {
   options.max_body_bytes = ctx_->config.max_body_bytes;
   options.max_buffered_body_bytes = EffectiveMaxBufferedBodyBytes(ctx_->config);
   options.max_connections = ctx_->config.max_connections;
+  // A streaming client's kernel send buffer holds at most about client_buffer_bytes (the
+  // kernel doubles the half asked for), so that a client that stops reading is paused
+  // (and cut after client_stall_timeout_s) within about twice client_buffer_bytes of it.
+  options.stream_send_buffer_bytes = ctx_->config.backpressure.client_buffer_bytes / 2;
   // The server's own errors (413, malformed HTTP 400, 503 while draining or with no room
   // for a body) in the shape and status of the path's API: Anthropic's under /v1/messages
   // (overload, kUnavailable, is 529 overloaded_error there), OpenAI's elsewhere.
-  options.error_body = [](std::string_view path, const Status& status) {
-    return IsAnthropicPath(path) ? api::anthropic::ErrorBody(status) : api::OpenAiErrorBody(status);
+  options.error_body = [](std::string_view path, const Status& status, int http_status) {
+    return IsAnthropicPath(path) ? api::anthropic::ErrorBody(status)
+                                 : api::OpenAiErrorBody(status, http_status);
   };
   options.error_status = [](std::string_view path, const Status& status) {
     return IsAnthropicPath(path) ? api::anthropic::ErrorHttpStatus(status.code())
@@ -280,10 +286,8 @@ Result<uint16_t> Gateway::Start() {
                 ctx->stats.Exposition() + BuildInfoExposition());
       },
       false);
-  // GET /v1/usage (front/usage.h): only with an accounting section.
-  if (ctx_->accounting) {
-    route("GET", "/v1/usage", [ctx](http::Request r, auto w) { ServeUsage(ctx, r, std::move(w)); });
-  }
+  // GET /v1/usage (front/usage.h): 503 without an accounting section.
+  route("GET", "/v1/usage", [ctx](http::Request r, auto w) { ServeUsage(ctx, r, std::move(w)); });
   admin_route(
       "GET", "/debug/decisions", [ctx](http::Request r, auto w) { ServeDecisions(*ctx, r, *w); },
       false);
@@ -312,6 +316,10 @@ Result<uint16_t> Gateway::Start() {
   }
   auto port = server_->Start();
   if (!port.ok()) return port;
+  MemoryTrimHooks trim_hooks;
+  trim_hooks.active_requests = [this] { return ActiveRequests(); };
+  trimmer_ = std::make_shared<MemoryTrimmer>(io_.get_executor(), std::move(trim_hooks));
+  trimmer_->Start();
   scraper_ = std::make_shared<Scraper>(ctx_);
   scraper_->Start();
   kv_feeds_->Start();  // before the cluster's endpoints arrive: it follows them
@@ -387,6 +395,7 @@ Status Gateway::ReloadPolicies() {
 void Gateway::Stop() {
   if (drain_timer_) drain_timer_->cancel();
   drain_done_ = nullptr;
+  if (trimmer_) trimmer_->Stop();
   if (scraper_) scraper_->Stop();
   ctx_->admission.Stop();
   if (reloader_) reloader_->Stop();

@@ -43,6 +43,7 @@ class Scraper;
 class PolicyReloader;
 class KvFeeds;
 class KubernetesSource;
+class MemoryTrimmer;
 
 class Gateway {
  public:
@@ -83,6 +84,7 @@ class Gateway {
   std::shared_ptr<k8s::RestClient> k8s_client_;
   std::string k8s_namespace_;
   std::shared_ptr<KubernetesSource> k8s_source_;
+  std::shared_ptr<MemoryTrimmer> trimmer_;  // heap back to the OS after a load (memory_trim.h)
   std::unique_ptr<boost::asio::steady_timer> drain_timer_;
   std::function<void()> drain_done_;
   bool draining_ = false;

@@ -2,7 +2,8 @@
 // to handlers that answer whole or stream (chunked transfer encoding, for SSE).
 //
 // Promises: keep-alive; request bodies above ServerOptions::max_body_bytes are refused
-// with 413 and an OpenAI-shaped error body, malformed HTTP with 400, unknown paths with
+// with 413 and an OpenAI-shaped error body, malformed HTTP with 400, a request head over
+// Beast's header limit (8 KiB) with 431 (RFC 6585 section 5), unknown paths with
 // 404 (fallback handler if set), bodies beyond max_buffered_body_bytes held across all
 // connections with 503 and Retry-After; a request head that frames its body ambiguously
 // or in a way not served (Transfer-Encoding beside Content-Length or not ending in chunked,
@@ -81,6 +82,10 @@ class ResponseWriter {
   // Closes the client's connection now, response unfinished (a stalled client): queued
   // bytes are dropped and the OnClose callback is not called. No-op once closed.
   virtual void Abort() = 0;
+  // The status of the response this writer began (Send or StartStream) while its client
+  // was there: what the client got. 0 before, or when the client had gone (a response it
+  // never received).
+  virtual int status() const = 0;
 };
 
 using Handler = std::function<void(Request, std::shared_ptr<ResponseWriter>)>;
@@ -90,6 +95,12 @@ using Handler = std::function<void(Request, std::shared_ptr<ResponseWriter>)>;
 // ahead; 5 s is about what a 32 MiB body takes to arrive at 50 Mbit/s, and both the
 // openai and anthropic SDKs wait what Retry-After says (docs/reliability.md).
 inline constexpr int kBodyBudgetRetryAfterS = 5;
+
+// A request's head (request line and header fields) at most, bytes; a larger one is
+// refused with 431 (RFC 6585 section 5) and the connection closed. 8 KiB is Beast's own
+// default for a request_parser's header_limit, kept: nginx's large_client_header_buffers
+// also allows 8 KiB per line by default.
+inline constexpr uint32_t kMaxRequestHeaderBytes = 8 * 1024;
 
 struct ServerOptions {
   std::string address = "127.0.0.1";
@@ -116,6 +127,15 @@ struct ServerOptions {
   // accepting until one closes: new connections wait in the kernel's listen backlog, so a
   // flood of clients costs no memory beyond the sockets the kernel holds.
   size_t max_connections = 0;
+  // The kernel send buffer (SO_SNDBUF, bytes) of a connection once a streamed response
+  // begins on it (added; 0: the kernel's autotuning, up to net.ipv4.tcp_wmem's maximum,
+  // 4 MiB by default). Bounded, what a client has not taken stays in
+  // ResponseWriter::pending_bytes() instead of vanishing into the kernel, so that
+  // backpressure above it engages: with autotuning, loopback sockets took 3.5 MiB of a
+  // stream whose client read nothing before any byte was pending, and a gateway stream of
+  // that size was never paused (docs/reliability.md "Backpressure"). Linux doubles the
+  // value (socket(7)).
+  size_t stream_send_buffer_bytes = 0;
   // Request-body bytes held at once across all connections at most (added; 0: no limit),
   // counted from a request's header until its response has ended or its connection
   // closed (what is counted, and why a declared Content-Length is reserved whole on the
@@ -131,8 +151,12 @@ struct ServerOptions {
   // HTTP, 404 without a route or fallback, 503 while draining, 500 when a handler dropped
   // its writer) for a request to `path` (its target without the query; empty when not
   // even the request line could be read), so that each API's paths get its own error
-  // shape (added). Unset: api::OpenAiErrorBody. Always served as application/json.
-  std::function<std::string(std::string_view path, const Status& status)> error_body;
+  // shape (added). `http_status` is the status the error goes out with (error_status's,
+  // or the server's own for a refusal no ErrorCode maps to: 415, 431, 501), for a shape
+  // that carries it (OpenAI's `code`). Unset: api::OpenAiErrorBody(status, http_status).
+  // Always served as application/json.
+  std::function<std::string(std::string_view path, const Status& status, int http_status)>
+      error_body;
   // The HTTP status of those same errors (added), so that an API with its own status for
   // an error code gets it (Anthropic's 529 for kUnavailable under /v1/messages). Unset:
   // HttpStatusFor(status.code()).

@@ -46,6 +46,7 @@
 #include <boost/beast/http.hpp>
 #include <cctype>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -80,6 +81,7 @@ class Writer final : public ResponseWriter {
   size_t pending_bytes() const override;
   void OnWritable(size_t at_most, std::function<void()> callback) override;
   void Abort() override;
+  int status() const override { return status_; }
 
   // Session side: the client went away (or a write failed).
   void ClientGone();
@@ -91,6 +93,7 @@ class Writer final : public ResponseWriter {
   bool keep_alive_;
   bool chunked_;
   bool started_ = false;
+  int status_ = 0;  // status(): the response's, once begun with the client there
   bool ended_ = false;
   bool closed_ = false;
   bool close_fired_ = false;
@@ -202,7 +205,8 @@ inline bool ValidHostValue(std::string_view v) {
 //    is 415 with `Accept-Encoding: identity` (section 12.5.3: the codings that would be
 //    accepted); a request without a body may carry the field.
 // A refusal's Status is kInvalidArgument (its error body: an invalid request in each
-// API's shape); the HTTP status is `http_status` (no ErrorCode maps to 415 or 501).
+// API's shape); the HTTP status is `http_status` (no ErrorCode maps to 415 or 501), which
+// ServerOptions::error_body gets too (OpenAI's `code` says 415, not 400).
 struct HeadRefusal {
   int http_status;
   Status status;
@@ -317,6 +321,17 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
   bool closed() const { return closed_; }
+  // A streamed response begins: the socket's send buffer is bounded to
+  // ServerOptions::stream_send_buffer_bytes (once per connection).
+  void BoundSendBuffer() {
+    const size_t bytes = server_->options_.stream_send_buffer_bytes;
+    if (bytes == 0 || send_buffer_bounded_ || closed_) return;
+    send_buffer_bounded_ = true;
+    beast::error_code ec;  // a failure leaves the kernel's autotuning: nothing to do
+    socket_.set_option(asio::socket_base::send_buffer_size(static_cast<int>(
+                           std::min<size_t>(bytes, std::numeric_limits<int>::max()))),
+                       ec);
+  }
   // Bytes queued or being written (ResponseWriter::pending_bytes).
   size_t pending() const { return pending_; }
   // A request was dispatched and its response has not finished (nor the client gone).
@@ -365,6 +380,7 @@ class Session : public std::enable_shared_from_this<Session> {
     ++requests_;
     ArmIdleTimer(requests_ == 1 && tls_ ? -1 : server_->options_.header_timeout_s);
     parser_.emplace();
+    parser_->header_limit(kMaxRequestHeaderBytes);
     parser_->body_limit(server_->options_.max_body_bytes);
     WithStream([this](auto& stream) {
       bhttp::async_read_header(
@@ -479,6 +495,13 @@ class Session : public std::enable_shared_from_this<Session> {
                                                   std::to_string(server_->options_.max_body_bytes) +
                                                   " bytes."));
     }
+    if (ec == bhttp::error::header_limit) {
+      // RFC 6585 section 5: 431 Request Header Fields Too Large (no ErrorCode maps to it).
+      return SendErrorAndClose(Status(ErrorCode::kInvalidArgument,
+                                      "Request header fields exceed the limit of " +
+                                          std::to_string(kMaxRequestHeaderBytes) + " bytes."),
+                               std::nullopt, nullptr, {}, 431);
+    }
     if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
         ec == asio::error::eof || ec == asio::error::operation_aborted ||
         ec == asio::error::connection_reset || ec == asio::error::bad_descriptor ||
@@ -511,9 +534,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
  public:
   // The body of an error the server answers itself (ServerOptions::error_body).
-  std::string ErrorBody(std::string_view path, const Status& status) const {
-    if (server_->options_.error_body) return server_->options_.error_body(path, status);
-    return api::OpenAiErrorBody(status);
+  // `http_status`: the status it goes out with.
+  std::string ErrorBody(std::string_view path, const Status& status, int http_status) const {
+    if (server_->options_.error_body)
+      return server_->options_.error_body(path, status, http_status);
+    return api::OpenAiErrorBody(status, http_status);
   }
   const std::string& served_path() const { return served_path_; }
 
@@ -550,11 +575,12 @@ class Session : public std::enable_shared_from_this<Session> {
     keep_alive_ = false;
     body_share_.Release();  // the body, read or not, goes nowhere
     const std::string error_path = path ? *path : CurrentPath();
-    std::string body = ErrorBody(error_path, status);
+    if (http_status == 0) http_status = ErrorStatus(error_path, status);
+    std::string body = ErrorBody(error_path, status, http_status);
     Headers extra = ErrorHeaders(request_headers ? *request_headers : ParsedHeaders());
     for (auto& [name, value] : more.items) extra.Add(std::move(name), std::move(value));
-    Queue(FormatHead(http_status ? http_status : ErrorStatus(error_path, status),
-                     "application/json", extra, false, BodyFraming::kContentLength, body.size()) +
+    Queue(FormatHead(http_status, "application/json", extra, false, BodyFraming::kContentLength,
+                     body.size()) +
               body,
           true);
   }
@@ -580,7 +606,8 @@ class Session : public std::enable_shared_from_this<Session> {
     const Handler* handler = server_->FindHandler(request.method, request.path);
     if (handler == nullptr) {
       Status nf(ErrorCode::kNotFound, "Not found: " + request.method + " " + request.path);
-      writer->Send(ErrorStatus(request.path, nf), "application/json", ErrorBody(request.path, nf),
+      const int nf_status = ErrorStatus(request.path, nf);
+      writer->Send(nf_status, "application/json", ErrorBody(request.path, nf, nf_status),
                    ErrorHeaders(request.headers));
       return;
     }
@@ -723,6 +750,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool keep_alive_ = true;
   bool closed_ = false;
   bool in_request_ = false;
+  bool send_buffer_bounded_ = false;  // BoundSendBuffer ran
 };
 
 }  // namespace kinference::http::detail

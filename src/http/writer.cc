@@ -10,7 +10,7 @@ Writer::~Writer() {
   if (!started_ && !session_->closed()) {
     started_ = true;
     Status st(ErrorCode::kInternal, "The handler produced no response.");
-    std::string body = session_->ErrorBody(session_->served_path(), st);
+    std::string body = session_->ErrorBody(session_->served_path(), st, 500);
     session_->Queue(FormatHead(500, "application/json", {}, keep_alive_,
                                BodyFraming::kContentLength, body.size()) +
                         body,
@@ -21,6 +21,7 @@ Writer::~Writer() {
 void Writer::Send(int status, std::string content_type, std::string body, Headers extra) {
   if (started_) return;
   started_ = ended_ = true;
+  if (!closed_ && !session_->closed()) status_ = status;
   std::string head = FormatHead(status, content_type, extra, keep_alive_,
                                 BodyFraming::kContentLength, body.size());
   session_->Queue(head + body, true);
@@ -29,6 +30,8 @@ void Writer::Send(int status, std::string content_type, std::string body, Header
 void Writer::StartStream(int status, std::string content_type, Headers extra) {
   if (started_) return;
   started_ = true;
+  if (!closed_ && !session_->closed()) status_ = status;
+  session_->BoundSendBuffer();
   // Held until the handler returns: its first Write (the gateway's first events) goes out
   // with the head in one write.
   session_->Queue(FormatHead(status, content_type, extra, keep_alive_,

@@ -111,7 +111,7 @@ TEST_F(BodyBudgetTest, RefusalTakesThePathsErrorStatusAndShape) {
     return path == "/v1/messages" && s.code() == ErrorCode::kUnavailable ? 529
                                                                          : HttpStatusFor(s.code());
   };
-  o.error_body = [](std::string_view path, const Status& s) {
+  o.error_body = [](std::string_view path, const Status& s, int) {
     return std::string(R"({"path":")") + std::string(path) + R"(","msg":")" + s.message() + "\"}";
   };
   o.error_headers = [](const Headers& h) {

@@ -16,7 +16,7 @@ class ErrorShapeTest : public ServerFixture {
   void StartShaped() {
     ServerOptions o;
     o.max_body_bytes = 16;
-    o.error_body = [](std::string_view path, const Status& s) {
+    o.error_body = [](std::string_view path, const Status& s, int) {
       if (path.starts_with("/v1/messages")) {
         return std::string(R"({"type":"error","error":{"type":"shaped","message":")") +
                s.message() + "\"}}";
@@ -79,6 +79,27 @@ TEST_F(ErrorShapeTest, ServerErrorsCarryTheHeadersMadeFromTheRequest) {
   got = RawExchange("\x01\x02 garbage\r\n\r\n");
   EXPECT_NE(got.find("400"), std::string::npos) << got;
   EXPECT_NE(got.find("x-request-id: made-here\r\n"), std::string::npos) << got;
+}
+
+// A refusal no ErrorCode maps to (415, 431, 501) goes out with its own status, and the
+// error body gets that status too: OpenAI's `code` says 415, not the kInvalidArgument's 400
+// it said before.
+TEST_F(ErrorShapeTest, OpenAiCodeIsTheStatusSentForRefusalsWithoutAnErrorCode) {
+  StartServer();
+  std::string got = RawExchange(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\n"
+      "Content-Length: 5\r\n\r\nhello");
+  EXPECT_EQ(got.rfind("HTTP/1.1 415 ", 0), 0u) << got;
+  EXPECT_NE(got.find(R"("code":415)"), std::string::npos) << got;
+  got = RawExchange(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n"
+      "\r\n5\r\nhello\r\n0\r\n\r\n");
+  EXPECT_EQ(got.rfind("HTTP/1.1 501 ", 0), 0u) << got;
+  EXPECT_NE(got.find(R"("code":501)"), std::string::npos) << got;
+  got = RawExchange("GET /v1/models HTTP/1.1\r\nHost: x\r\nx-big: " + std::string(100 * 1024, 'a') +
+                    "\r\n\r\n");
+  EXPECT_EQ(got.rfind("HTTP/1.1 431 ", 0), 0u) << got;
+  EXPECT_NE(got.find(R"("code":431)"), std::string::npos) << got;
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ class ParsingTest : public ServerFixture {
       s.Route("POST", "/folded-post", folded);
     };
     ServerOptions o;
-    o.error_body = [](std::string_view path, const Status& s) {
+    o.error_body = [](std::string_view path, const Status& s, int) {
       return "{\"shaped_for\":\"" + std::string(path) + "\",\"message\":\"" + s.message() + "\"}";
     };
     o.error_headers = EchoRequestId;
@@ -263,6 +263,26 @@ TEST_F(ParsingTest, CompressedRequestBodyIsUnsupportedMediaType) {
   got = RawExchange(
       "GET /echo HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got;
+}
+
+// RFC 6585 section 5: a head over the limit (kMaxRequestHeaderBytes) is 431 Request Header
+// Fields Too Large, in the path's shape, the connection closed (was: 400, as if malformed).
+// A head just under the limit is served.
+TEST_F(ParsingTest, HeaderFieldsOverTheLimitAreRequestHeaderFieldsTooLarge) {
+  for (size_t size : {size_t{kMaxRequestHeaderBytes}, size_t{100 * 1024}}) {
+    const int before = handled_.load();
+    std::string got = RawExchange(
+        "GET /echo HTTP/1.1\r\nHost: x\r\nx-big: " + std::string(size, 'a') + "\r\n\r\n");
+    SCOPED_TRACE(size);
+    EXPECT_EQ(got.rfind("HTTP/1.1 431 ", 0), 0u) << got;
+    EXPECT_EQ(Responses(got), 1) << got;
+    EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
+    EXPECT_NE(got.find("\"shaped_for\":\"/echo\""), std::string::npos) << got;
+    EXPECT_EQ(handled_.load(), before) << got;
+  }
+  std::string got = RawExchange("GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nx-big: " +
+                                std::string(kMaxRequestHeaderBytes - 200, 'a') + "\r\n\r\n");
+  EXPECT_NE(got.find("GET /echo []"), std::string::npos) << got.substr(0, 200);
 }
 
 // The refusals are made on the head, before the body: a client announcing a body and

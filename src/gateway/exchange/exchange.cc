@@ -523,10 +523,7 @@ void Exchange::FailBeforeResponse(const Status& s, const std::string& endpoint, 
   finished_ = true;
   ReleaseSlot();
   if (stall_timer_) stall_timer_->cancel();
-  std::string strategy = !decision_.strategy.empty() ? decision_.strategy
-                         : !strategy_.empty()        ? strategy_
-                                                     : ctx_->config.strategy;
-  ctx_->stats.RecordRequest(endpoint, strategy, outcome);
+  ctx_->stats.RecordRequest(endpoint, StrategyLabel(), outcome);
   // The status the client gets: Anthropic's on /v1/messages (kUnavailable: 529).
   const int status = codec_ ? api::anthropic::ErrorHttpStatus(s.code()) : HttpStatusFor(s.code());
   LogAccess(outcome, status, s.message());
@@ -546,12 +543,16 @@ void Exchange::FailBeforeResponse(const Status& s, const std::string& endpoint, 
                 std::move(headers));
 }
 
+std::string Exchange::StrategyLabel() const {
+  return !decision_.strategy.empty() ? decision_.strategy
+         : !strategy_.empty()        ? strategy_
+                                     : ctx_->config.strategy;
+}
+
 void Exchange::LogAccess(const char* outcome, int status, const std::string& error) {
   if (CurrentLogLevel() > LogLevel::kInfo) return;
   Seconds now = ctx_->clock.Now();
-  std::string strategy = !decision_.strategy.empty() ? decision_.strategy
-                         : !strategy_.empty()        ? strategy_
-                                                     : ctx_->config.strategy;
+  const std::string strategy = StrategyLabel();
   LogFields f = {
       {"request_id", req_.request_id},
       {"tenant", req_.tenant},
@@ -582,15 +583,22 @@ void Exchange::Finish(routing::Outcome outcome, const char* label) {
   LeaveQueue();
   if (stall_timer_) stall_timer_->cancel();
   Seconds now = ctx_->clock.Now();
-  const int status =
-      upstream_status_ ? upstream_status_ : (outcome == routing::Outcome::kCancelled ? 499 : 502);
+  // The status the client got (e.g. 503 for a whole response the drain aborted, 502 for an
+  // upstream 401 answered in the gateway's words); 499 when it got none (gone before).
+  const int status = writer_->status()                         ? writer_->status()
+                     : outcome == routing::Outcome::kCancelled ? 499
+                     : upstream_status_                        ? upstream_status_
+                                                               : 502;
   LogAccess(label, status, outcome == routing::Outcome::kSuccess ? std::string() : last_error_);
   Account(label, status);
   if (dispatched_) {
     ctx_->router.OnFinished(features_.request_id, ToRouting(usage_.value_or(api::Usage{})), outcome,
                             now);
   }
-  ctx_->stats.RecordRequest(decision_.endpoint, decision_.strategy, label);
+  // A request that never reached an endpoint (its client left the admission queue) counts
+  // as FailBeforeResponse's refusals do: endpoint "none", the strategy it would have used.
+  ctx_->stats.RecordRequest(decision_.endpoint.empty() ? std::string("none") : decision_.endpoint,
+                            StrategyLabel(), label);
   if (outcome == routing::Outcome::kSuccess) {
     // vLLM keeps the reply's KV too: the next turn re-sends prompt + reply.
     if (dispatched_ && req_.kind == api::ApiKind::kChatCompletions) {

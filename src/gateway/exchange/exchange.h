@@ -147,6 +147,9 @@ class Exchange : public InFlightRequest,
   // tenant, models requested and served, endpoint, strategy, predicted and observed TTFT,
   // tokens, the status the client got, outcome, duration. No header values (no keys).
   void LogAccess(const char* outcome, int status, const std::string& error);
+  // The strategy label of the request's metrics and log line: the decision's, else the
+  // one asked for, else the configured default.
+  std::string StrategyLabel() const;
   // Whether a failure before the first byte on the current endpoint may be retried:
   // once for local endpoints, retries_before_first_byte times for a provider.
   bool CanRetry() const;

@@ -24,7 +24,12 @@ void ServeUsage(const std::shared_ptr<GatewayContext>& ctx, const http::Request&
     auto tenant = Identify(identified, request.headers, ApiFront::kOpenAi);
     if (!tenant.ok()) return fail(tenant.status());
     caller = *tenant;
-    admin = ctx->accounting->config().admin_tenants.count(caller) > 0;
+    admin = ctx->accounting && ctx->accounting->config().admin_tenants.count(caller) > 0;
+  }
+  if (!ctx->accounting) {
+    return fail(Status(ErrorCode::kUnavailable,
+                       "Usage is not available: this gateway's configuration has no `accounting` "
+                       "section, so no usage is recorded (docs/accounting.md)."));
   }
   std::map<std::string, std::string> params;
   auto url = boost::urls::parse_origin_form(request.target);

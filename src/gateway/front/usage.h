@@ -1,7 +1,8 @@
 // GET /v1/usage: the usage ledger's aggregates over HTTP (accounting/usage_query.h has the
 // parameters, the row columns and the JSON and CSV shapes; `kinference usage` answers the
-// same queries on the command line). Routed only when the config has an `accounting`
-// section.
+// same queries on the command line). Without an `accounting` section in the config it
+// answers 503 saying so (after the key check below), so that an operator who forgot the
+// section learns why, instead of a 404 that looks like a wrong path.
 //
 // Who sees what: with a `tenants` section the caller must present a tenant's key (no
 // anonymous access: rows name tenants and their spend); a tenant listed in
@@ -13,7 +14,8 @@
 // Errors, in OpenAI's shape with the matching status: 401 (no or wrong key), 403 (another
 // tenant's usage), 400 (a parameter that does not parse, the message names it; or an
 // answer over accounting::kMaxUsageRows rows: narrow it), 429 (too many queries waiting),
-// 503 (no ledger: accounting.ledger.store none, or the store is unreachable).
+// 503 (no accounting section; no ledger: accounting.ledger.store none, or the store is
+// unreachable).
 //
 // Thread-safety: runs on the gateway's io_context thread; the query runs on the query
 // service's thread and answers through the io_context.

@@ -177,7 +177,8 @@ class Stats {
                    const routing::Usage& usage);
   // outcome: "success", "error", "cancelled", "rejected" (by an InferencePolicy; endpoint
   // "none") or "overloaded" (refused by admission control, or because every candidate
-  // endpoint is cooling down; endpoint "none"). Once per
+  // endpoint is cooling down; endpoint "none"). A request that reached no endpoint has
+  // endpoint "none" whatever its outcome (a client gone from the queue: cancelled). Once per
   // request: a failed attempt that is retried is RecordRetry, not a request.
   void RecordRequest(const std::string& endpoint, const std::string& strategy,
                      const std::string& outcome);

@@ -338,6 +338,40 @@ TEST_F(ProxyTest, DrainTimeoutEndsStreamWithErrorEvent) {
   EXPECT_TRUE(json::parse(events.back()).at("error").is_object()) << r.body;
 }
 
+// A non-streamed request the drain aborts: the client gets 503, and its access-log line
+// says 503 (it said 200, the status of the upstream's stream head the client never saw).
+TEST_F(ProxyTest, DrainAbortedWholeResponseIsLoggedWithTheStatusTheClientGot) {
+  ::testing::internal::CaptureStderr();
+  auto r = SendThenDrainWhileUpstreamHangs([&] { return Post(kChat); });
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(r.status, 503) << r.body;
+  const std::string id(r.headers.Find("x-request-id"));
+  ASSERT_FALSE(id.empty());
+  std::string line;
+  for (size_t at = log.find("request_id=" + id); at != std::string::npos;
+       at = log.find("request_id=" + id, at + 1)) {
+    const size_t begin = log.rfind('\n', at) + 1;
+    std::string candidate = log.substr(begin, log.find('\n', at) - begin);
+    if (candidate.find("[access]") != std::string::npos) line = candidate;
+  }
+  ASSERT_FALSE(line.empty()) << log;
+  EXPECT_NE(line.find(" status=503 "), std::string::npos) << line;
+  EXPECT_NE(line.find(" outcome=error "), std::string::npos) << line;
+}
+
+// Without an `accounting` section /v1/usage says so with 503, as docs/accounting.md says
+// (it was 404 Not found, which reads as a wrong path).
+TEST_F(ProxyTest, UsageWithoutAccountingIsUnavailableSayingWhy) {
+  auto& fake = AddFake(FakeMode::kOk);
+  StartGateway({Url(fake.port())});
+  auto r = Call("GET", "/v1/usage?group_by=tenant");
+  EXPECT_EQ(r.status, 503) << r.body;
+  auto error = json::parse(r.body).at("error");
+  EXPECT_EQ(error.at("code"), 503) << r.body;
+  EXPECT_NE(std::string(error.at("message").as_string()).find("accounting"), std::string::npos)
+      << r.body;
+}
+
 // The same drain on the Anthropic front: the stream's error event says overloaded_error,
 // as the 529 a non-streamed request aborted by the drain gets (api_error is for an
 // upstream that failed mid-stream).

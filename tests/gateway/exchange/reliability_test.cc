@@ -137,6 +137,38 @@ TEST_F(ReliabilityTest, RequestWaitingPastTheQueueTimeoutGets429) {
   EXPECT_EQ(first.get().status, 200);
 }
 
+// A client that leaves while waiting in the admission queue counts as cancelled with
+// endpoint "none", the label every request that reached no endpoint has (it was
+// endpoint="" and strategy="", a series of its own).
+TEST_F(ReliabilityTest, ClientLeavingTheQueueCountsWithEndpointNone) {
+  auto& hang = AddFake(FakeMode::kHang);
+  GatewayConfig c = Config({Url(hang.port())});
+  c.pools[0].max_in_flight = 1;
+  c.admission.queue_timeout_s = 600;
+  Start(c);
+  auto first = PostAsync(kStreamChat);
+  ASSERT_TRUE(Eventually([&] { return hang.requests() == 1; }));
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket s(io);
+    s.connect({boost::asio::ip::make_address("127.0.0.1"), port_});
+    std::string req =
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: " +
+        std::to_string(kChat.size()) + "\r\n\r\n" + kChat;
+    boost::asio::write(s, boost::asio::buffer(req));
+    ASSERT_TRUE(
+        Eventually([&] { return Metric("kinference_admission_waiting{pool=\"p\"}") == 1; }));
+  }  // the waiting client leaves
+  ASSERT_TRUE(Eventually([&] { return Metric("kinference_admission_waiting{pool=\"p\"}") == 0; }));
+  EXPECT_EQ(Metric("kinference_requests_total{endpoint=\"none\",strategy=\"predicted-ttft\","
+                   "outcome=\"cancelled\"}"),
+            1);
+  EXPECT_EQ(Call("GET", "/metrics").body.find("endpoint=\"\""), std::string::npos);
+  FinishHeld(hang);
+  EXPECT_EQ(first.get().status, 200);
+}
+
 // A client that stops reading: the upstream read pauses (the upstream sends a bounded
 // amount, not the whole generation), and after the stall timeout the client is closed and
 // the upstream request cancelled.
