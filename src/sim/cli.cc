@@ -13,6 +13,7 @@
 
 #include "common/progress.h"
 #include "engine/profile.h"
+#include "sim/random_scenario.h"
 #include "sim/scenarios.h"
 #include "workload/report.h"
 
@@ -24,6 +25,7 @@ struct CliOptions {
   std::string strategies;  // comma-separated; empty = DefaultStrategies()
   size_t trials = 3;
   uint64_t seed = 1;
+  size_t count = 20;  // --scenario random: scenarios (seeds seed .. seed + count - 1)
   size_t jobs = 2;
   std::string out = "results/sim";
   std::string trace = "data/traces/mooncake_conversation_trace.jsonl";
@@ -191,7 +193,66 @@ Result<Scenario> AdHocScenario(const CliOptions& o, const ScenarioParams& params
   return s;
 }
 
+// --scenario random: RunRandom over seeds seed .. seed + count - 1 (sim/random_scenario.h);
+// prints each scenario's line with the best figures, then the table; writes random.json.
+int RunRandomScenarios(const CliOptions& o) {
+  RandomPlan plan;
+  plan.strategies = o.strategies.empty() ? DefaultStrategies() : SplitList(o.strategies);
+  plan.seed = o.seed;
+  plan.count = o.count;
+  plan.jobs = o.jobs;
+  plan.native_scrape_intervals = !o.uniform_scrapes;
+  ProgressLine progress(TerminalStderr(), "simulate random", "runs", 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [t0] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  size_t done = 0;
+  plan.on_progress = [&](size_t d, size_t total) {
+    progress.set_total(total);
+    progress.Update(done = d, elapsed());
+  };
+  auto doc = RunRandom(plan);
+  progress.Finish(done, elapsed());
+  if (!doc.ok()) {
+    fmt::print(stderr, "simulate: random: {}\n", doc.status().message());
+    return 1;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(o.out, ec);
+  std::string path = (std::filesystem::path(o.out) / "random.json").string();
+  std::ofstream f(path);
+  f << boost::json::serialize(*doc) << "\n";
+  if (!f) {
+    fmt::print(stderr, "simulate: cannot write {}\n", path);
+    return 1;
+  }
+  if (!o.quiet) {
+    for (const auto& v : (*doc)["scenarios"].as_array()) {
+      const auto& s = v.as_object();
+      std::string figures;
+      for (const auto& [name, r] : s.at("results").as_object()) {
+        if (name == "predicted-ttft") {
+          auto num = [&](const char* k) {
+            const auto& x = r.as_object().at(k);
+            return x.is_null() ? std::string("-") : fmt::format("{:.2f}", x.to_number<double>());
+          };
+          figures = fmt::format(" | predicted-ttft {}/{}/{} s", num("ttft_p50_s"),
+                                num("ttft_p90_s"), num("e2e_p90_s"));
+        }
+      }
+      fmt::print("{}{}\n", s.at("line").as_string().c_str(), figures);
+    }
+  }
+  fmt::print("{}", FormatRandomTable((*doc)["table"].as_object()));
+  fmt::print("random: {} simulated requests in {:.2f} s wall -> {}\n",
+             (*doc)["simulated_requests"].to_number<size_t>(), (*doc)["wall_s"].to_number<double>(),
+             path);
+  return 0;
+}
+
 int Run(const CliOptions& o) {
+  if (o.workload.empty() && o.scenario == "random") return RunRandomScenarios(o);
   ScenarioParams params;
   params.trace_path = o.trace;
   params.scale = o.scale;
@@ -290,11 +351,14 @@ void RegisterCommand(CLI::App& app) {
       "simulate", "Virtual-time cluster simulation: engine models + the routing core");
   cmd->add_option("--scenario", opts->scenario,
                   "light-load, capacity, trace, heterogeneous, restarts, kv-events, large-prefix, "
-                  "burst, overload, small-pool, routers, cost-shape (comma list) or all")
+                  "burst, overload, small-pool, routers, cost-shape (comma list) or all; or random "
+                  "(--count scenarios drawn from seeds --seed.., sim/random_scenario.h)")
       ->capture_default_str();
   cmd->add_option("--strategies", opts->strategies,
                   "comma-separated strategies (default: every registered one + oracle)");
   cmd->add_option("--trials", opts->trials, "trials per condition")->capture_default_str();
+  cmd->add_option("--count", opts->count, "--scenario random: scenarios (seeds --seed onwards)")
+      ->capture_default_str();
   cmd->add_option("--seed", opts->seed, "base seed (trial t uses seed + t)")->capture_default_str();
   cmd->add_option("--jobs", opts->jobs, "simulation threads")->capture_default_str();
   cmd->add_option("--out", opts->out, "output directory")->capture_default_str();
