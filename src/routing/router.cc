@@ -208,6 +208,7 @@ void Router::RemoveEndpoint(const EndpointId& id) {
     if (r.endpoint == id) orphans.push_back(rid);
   for (const auto& rid : orphans) impl_->Forget(rid);
   impl_->endpoints.erase(id);
+  for (auto& [name, s] : impl_->strategies) s->OnEndpointRemoved(id);
 }
 
 void Router::ResetEndpoint(const EndpointId& id) {
@@ -215,6 +216,7 @@ void Router::ResetEndpoint(const EndpointId& id) {
   if (it == impl_->endpoints.end()) return;
   it->second->index.Clear();
   it->second->precise.Clear();
+  for (auto& [name, s] : impl_->strategies) s->OnEndpointReset(id);
 }
 
 void Router::ObserveMetrics(const EndpointId& id, const MetricsSnapshot& snapshot,
@@ -225,6 +227,7 @@ void Router::ObserveMetrics(const EndpointId& id, const MetricsSnapshot& snapsho
   if (e.ObserveMetrics(snapshot, scraped_at)) {  // restarted: its cache is empty
     e.index.Clear();
     e.precise.Clear();
+    for (auto& [name, s] : impl_->strategies) s->OnEndpointReset(id);
   }
   e.index.SetCapacity(impl_->CapacityBlocks(e));
 }

@@ -94,6 +94,14 @@ class Strategy {
                             Seconds now) {}
   virtual void OnFinished(const std::string& request_id, const EndpointId& endpoint,
                           const Usage& usage, Outcome outcome, Seconds now) {}
+  // An endpoint left the pool (Router::RemoveEndpoint): drop what is kept for it, and its
+  // requests in flight (they get no OnFinished), so per-endpoint state does not grow with
+  // pod churn and a replica re-added under the same name starts cold.
+  virtual void OnEndpointRemoved(const EndpointId& endpoint) {}
+  // An endpoint's cache is gone (Router::ResetEndpoint, or a restart the router saw in its
+  // counters going backwards): forget what it was believed to cache. Its requests in
+  // flight still finish or fail through OnFinished.
+  virtual void OnEndpointReset(const EndpointId& endpoint) {}
 };
 
 using StrategyFactory = std::function<std::unique_ptr<Strategy>(const StrategyOptions&)>;
