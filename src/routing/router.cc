@@ -71,7 +71,7 @@ class Router::Impl {
     if (it != strategies.end()) return it->second.get();
     auto factory = FindStrategy(name);
     if (!factory) return nullptr;
-    StrategyOptions opts{config.seed, config.stale_metrics_s};
+    StrategyOptions opts{config.seed, config.stale_metrics_s, config.strategy_options};
     auto s = (*factory)(opts);
     if (!s) return nullptr;
     Strategy* raw = s.get();

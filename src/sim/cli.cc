@@ -2,17 +2,20 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 
 #include "common/progress.h"
 #include "engine/profile.h"
+#include "routing/strategy.h"
 #include "sim/random_scenario.h"
 #include "sim/scenarios.h"
 #include "workload/report.h"
@@ -57,6 +60,8 @@ struct CliOptions {
   size_t admission_awaiting = 0;
   bool no_cached_tokens = false;
   bool quiet = false;
+  // Score-term weights "TERM=W,..." (routing/strategy.h kPredictedTtftTerms), every run.
+  std::string strategy_options;
   std::string records;  // non-empty: per-request JSONL of each run's first trial under it
 };
 
@@ -193,6 +198,29 @@ Result<Scenario> AdHocScenario(const CliOptions& o, const ScenarioParams& params
   return s;
 }
 
+// "TERM=W,..." with TERM one of kPredictedTtftTerms and W >= 0.
+Result<std::map<std::string, double, std::less<>>> ParseStrategyOptions(const std::string& list) {
+  std::map<std::string, double, std::less<>> out;
+  for (const auto& item : SplitList(list)) {
+    const size_t eq = item.find('=');
+    const std::string term = item.substr(0, eq);
+    const auto& terms = routing::kPredictedTtftTerms;
+    if (eq == std::string::npos ||
+        std::find(std::begin(terms), std::end(terms), term) == std::end(terms))
+      return Status(ErrorCode::kInvalidArgument,
+                    "--strategy-options wants TERM=WEIGHT,... with TERM one of extra_work, evict, "
+                    "fill, decode; got '" +
+                        item + "'");
+    char* end = nullptr;
+    const double w = std::strtod(item.c_str() + eq + 1, &end);
+    if (end == item.c_str() + eq + 1 || *end != '\0' || !(w >= 0))
+      return Status(ErrorCode::kInvalidArgument,
+                    "--strategy-options: bad weight in '" + item + "'");
+    out[term] = w;
+  }
+  return out;
+}
+
 // --scenario random: RunRandom over seeds seed .. seed + count - 1 (sim/random_scenario.h);
 // prints each scenario's line with the best figures, then the table; writes random.json.
 int RunRandomScenarios(const CliOptions& o) {
@@ -202,6 +230,12 @@ int RunRandomScenarios(const CliOptions& o) {
   plan.count = o.count;
   plan.jobs = o.jobs;
   plan.native_scrape_intervals = !o.uniform_scrapes;
+  auto weights = ParseStrategyOptions(o.strategy_options);
+  if (!weights.ok()) {
+    fmt::print(stderr, "simulate: {}\n", weights.status().message());
+    return 2;
+  }
+  plan.strategy_options = *weights;
   ProgressLine progress(TerminalStderr(), "simulate random", "runs", 0);
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [t0] {
@@ -287,6 +321,13 @@ int Run(const CliOptions& o) {
       scenarios.push_back(std::move(*s));
     }
   }
+  auto weights = ParseStrategyOptions(o.strategy_options);
+  if (!weights.ok()) {
+    fmt::print(stderr, "simulate: {}\n", weights.status().message());
+    return 2;
+  }
+  for (auto& s : scenarios)
+    for (auto& c : s.conditions) c.options.strategy_options = *weights;
   std::error_code ec;
   std::filesystem::create_directories(o.out, ec);
   double total_wall = 0;
@@ -411,6 +452,9 @@ void RegisterCommand(CLI::App& app) {
   cmd->add_flag("--no-cached-token-details", opts->no_cached_tokens,
                 "ad-hoc: usage without prompt_tokens_details (vLLM's default)");
   cmd->add_flag("--quiet", opts->quiet, "print only the timing lines");
+  cmd->add_option("--strategy-options", opts->strategy_options,
+                  "predicted-ttft's score-term weights TERM=W,... (extra_work, evict, fill, "
+                  "decode; default 1 each; 0 ablates the term)");
   cmd->add_option("--records", opts->records,
                   "directory for per-request records (JSONL) of each run's first trial, "
                   "DIR/<scenario>/<workload>_<label>_<strategy>.jsonl (for the reports' plots)");

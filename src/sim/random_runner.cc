@@ -165,7 +165,9 @@ Result<boost::json::object> RunRandom(const RandomPlan& plan) {
       SimOptions o = slot.scenario->options;
       o.strategy = plan.strategies[s];
       o.seed = plan.seed + c;
-      o.lower_bound = s == 0;  // the bound depends on the requests only: once per scenario
+      o.lower_bound = s == 0;
+      o.strategy_options =
+          plan.strategy_options;  // the bound depends on the requests only: once per scenario
       if (plan.native_scrape_intervals)
         o.scrape_interval_s = NativeScrapeIntervalS(o.strategy, o.scrape_interval_s);
       auto r = Simulate(*slot.source, o);

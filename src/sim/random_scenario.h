@@ -36,6 +36,7 @@
 #include <boost/json.hpp>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,7 +104,8 @@ struct RandomPlan {
   uint64_t seed = 1;  // scenarios seed, seed + 1, ..., seed + count - 1
   size_t count = 1;
   size_t jobs = 2;
-  bool native_scrape_intervals = true;  // as RunPlan
+  bool native_scrape_intervals = true;                          // as RunPlan
+  std::map<std::string, double, std::less<>> strategy_options;  // SimOptions::strategy_options
   // Called after each simulation (serialised, from the simulation threads). May be empty.
   std::function<void(size_t done, size_t total)> on_progress;
 };
