@@ -124,7 +124,12 @@ class PredictedTtftStrategy final : public Strategy {
 
   static constexpr double kRoomFill = 0.5;
 
-  explicit PredictedTtftStrategy(const StrategyOptions& o) : rng_(o.seed) {}
+  explicit PredictedTtftStrategy(const StrategyOptions& o)
+      : extra_work_(kExtraWorkWeight * o.Weight("extra_work")),
+        evict_(kEvictWeight * o.Weight("evict")),
+        fill_(kFillWeight * o.Weight("fill")),
+        decode_(o.Weight("decode")),
+        rng_(o.seed) {}
 
   size_t Choose(const RequestFeatures&, std::span<const CandidateView> c, std::span<double> scores,
                 Seconds) override {
@@ -160,9 +165,9 @@ class PredictedTtftStrategy final : public Strategy {
       }
       const double per_token = c[i].uncached_tokens > 0 ? own[i] / c[i].uncached_tokens : 0;
       const double busy = std::min(1.0, c[i].decode_seqs);
-      scores[i] = c[i].predicted_ttft_s + kExtraWorkWeight * busy * (own[i] - own[cheapest]) +
-                  kEvictWeight * c[i].recent_reuse * per_token * c[i].evicted_tokens +
-                  kFillWeight * load * own[i] * c[i].cache_fill + decode[i];
+      scores[i] = c[i].predicted_ttft_s + extra_work_ * busy * (own[i] - own[cheapest]) +
+                  evict_ * c[i].recent_reuse * per_token * c[i].evicted_tokens +
+                  fill_ * load * own[i] * c[i].cache_fill + decode_ * decode[i];
       best = std::min(best, scores[i]);
     }
     const double slack = std::max(kNearTieS, kNearTieFraction * std::abs(best));
@@ -187,6 +192,8 @@ class PredictedTtftStrategy final : public Strategy {
     if (a.decode_seqs != b.decode_seqs) return a.decode_seqs < b.decode_seqs;
     return sa < sb;
   }
+  // The terms' weights: the constants above times StrategyOptions::weights.
+  double extra_work_, evict_, fill_, decode_;
   uint64_t rng_;
 };
 

@@ -71,7 +71,7 @@ class Router::Impl {
     if (it != strategies.end()) return it->second.get();
     auto factory = FindStrategy(name);
     if (!factory) return nullptr;
-    StrategyOptions opts{config.seed, config.stale_metrics_s};
+    StrategyOptions opts{config.seed, config.stale_metrics_s, config.strategy_options};
     auto s = (*factory)(opts);
     if (!s) return nullptr;
     Strategy* raw = s.get();
@@ -149,6 +149,27 @@ class Router::Impl {
     return v;
   }
 
+  // Speed priors from offline profiles (EndpointInfo::prefill_profile): each endpoint of
+  // `model` with a known profile gets its per-token cost over the geometric mean of the
+  // known ones (TtftPredictor::SetSpeedPrior): the profiles order the endpoints from the
+  // first request, and the level stays the prior's until observations set it. A pool of
+  // one kind keeps s = 1; the absolute profile (l40s-27b-fp8: 1.58) moved the large-prefix
+  // scenario's TTFT p90 at 0.5 requests/s from 0.62 to 0.68 s (docs/routing.md).
+  void SetSpeedPriors(const std::string& model) {
+    double log_sum = 0;
+    size_t n = 0;
+    for (const auto& [id, e] : endpoints) {
+      if (e->info.model != model || !e->info.prefill_profile.known()) continue;
+      log_sum += std::log(e->info.prefill_profile.s_per_token);
+      ++n;
+    }
+    if (n == 0) return;
+    const double mean = std::exp(log_sum / static_cast<double>(n));
+    for (auto& [id, e] : endpoints)
+      if (e->info.model == model && e->info.prefill_profile.known())
+        e->predictor.SetSpeedPrior(e->info.prefill_profile.s_per_token / mean);
+  }
+
   // Output tokens a request is expected to produce: its max_tokens, unless that is far
   // above what requests have lately produced (clients often send a large cap), or the
   // recent mean when it has none.
@@ -200,6 +221,7 @@ void Router::AddEndpoint(const EndpointInfo& info, Seconds now) {
   slot = std::make_unique<EndpointState>(info, 1);
   slot->predictor = TtftPredictor(impl_->config.learn_cost_shape);
   slot->index.SetCapacity(impl_->CapacityBlocks(*slot));
+  impl_->SetSpeedPriors(info.model);
 }
 
 void Router::RemoveEndpoint(const EndpointId& id) {
@@ -208,6 +230,7 @@ void Router::RemoveEndpoint(const EndpointId& id) {
     if (r.endpoint == id) orphans.push_back(rid);
   for (const auto& rid : orphans) impl_->Forget(rid);
   impl_->endpoints.erase(id);
+  for (auto& [name, s] : impl_->strategies) s->OnEndpointRemoved(id);
 }
 
 void Router::ResetEndpoint(const EndpointId& id) {
@@ -215,6 +238,7 @@ void Router::ResetEndpoint(const EndpointId& id) {
   if (it == impl_->endpoints.end()) return;
   it->second->index.Clear();
   it->second->precise.Clear();
+  for (auto& [name, s] : impl_->strategies) s->OnEndpointReset(id);
 }
 
 void Router::ObserveMetrics(const EndpointId& id, const MetricsSnapshot& snapshot,
@@ -225,6 +249,7 @@ void Router::ObserveMetrics(const EndpointId& id, const MetricsSnapshot& snapsho
   if (e.ObserveMetrics(snapshot, scraped_at)) {  // restarted: its cache is empty
     e.index.Clear();
     e.precise.Clear();
+    for (auto& [name, s] : impl_->strategies) s->OnEndpointReset(id);
   }
   e.index.SetCapacity(impl_->CapacityBlocks(e));
 }

@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -149,6 +150,9 @@ struct RouterConfig {
   uint64_t seed = 1;             // for `random` and tie-breaking
   // Learn the TTFT cost's shape as well as its speed (routing/ttft_predictor.h).
   bool learn_cost_shape = true;
+  // Score-term weights handed to every strategy (StrategyOptions::weights; for
+  // predicted-ttft the names of kPredictedTtftTerms in routing/strategy.h). Empty: defaults.
+  std::map<std::string, double, std::less<>> strategy_options;
 };
 
 class Router {

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -80,7 +81,22 @@ struct CandidateView {
 struct StrategyOptions {
   uint64_t seed = 1;
   double stale_metrics_s = 5.0;
+  // Named weights of a strategy's score terms (RouterConfig::strategy_options), so each
+  // term can be ablated; a strategy reads its own names and ignores the rest. Absent: the
+  // strategy's default (1 for predicted-ttft's terms, kPredictedTtftTerms).
+  std::map<std::string, double, std::less<>> weights;
+  double Weight(std::string_view term, double fallback = 1.0) const {
+    auto it = weights.find(term);
+    return it == weights.end() ? fallback : it->second;
+  }
 };
+
+// predicted-ttft's score terms (predicted_ttft.cc), each multiplied by its weight in
+// StrategyOptions::weights: "extra_work" (the extra prefill over the cheapest candidate,
+// times kExtraWorkWeight), "evict" (cached prefixes pushed out), "fill" (future affinity
+// traffic), "decode" (decoding there, for everyone there). The predicted TTFT itself has
+// no weight.
+inline constexpr std::string_view kPredictedTtftTerms[] = {"extra_work", "evict", "fill", "decode"};
 
 class Strategy {
  public:
@@ -94,6 +110,14 @@ class Strategy {
                             Seconds now) {}
   virtual void OnFinished(const std::string& request_id, const EndpointId& endpoint,
                           const Usage& usage, Outcome outcome, Seconds now) {}
+  // An endpoint left the pool (Router::RemoveEndpoint): drop what is kept for it, and its
+  // requests in flight (they get no OnFinished), so per-endpoint state does not grow with
+  // pod churn and a replica re-added under the same name starts cold.
+  virtual void OnEndpointRemoved(const EndpointId& endpoint) {}
+  // An endpoint's cache is gone (Router::ResetEndpoint, or a restart the router saw in its
+  // counters going backwards): forget what it was believed to cache. Its requests in
+  // flight still finish or fail through OnFinished.
+  virtual void OnEndpointReset(const EndpointId& endpoint) {}
 };
 
 using StrategyFactory = std::function<std::unique_ptr<Strategy>(const StrategyOptions&)>;

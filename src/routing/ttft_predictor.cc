@@ -28,6 +28,12 @@ double TtftPredictor::shape() const { return learn_shape_ ? r_ : 1.0; }
 
 double TtftPredictor::fixed_cost() const { return learn_shape_ ? t0_ : kPrior[0]; }
 
+void TtftPredictor::SetSpeedPrior(double s) {
+  const double old = kSpeedPriorWeight * prior_scale_;
+  prior_scale_ = std::clamp(s, kMinScale, kMaxScale);
+  sum_gy_ += kSpeedPriorWeight * prior_scale_ - old;
+}
+
 double TtftPredictor::scale() const { return std::clamp(sum_gy_ / sum_gg_, kMinScale, kMaxScale); }
 
 TtftPredictor::Vec TtftPredictor::coefficients() const {
@@ -113,7 +119,8 @@ void TtftPredictor::Observe(const TtftFeatures& f, double observed_s) {
   // shape) with forgetting; the prior is a pseudo-observation (kSpeedPriorWeight) that is
   // never forgotten, so the fit cannot run away.
   const double g = ShapedWork(f);
-  sum_gy_ = kForgetting * (sum_gy_ - kSpeedPriorWeight) + w * g * y + kSpeedPriorWeight;
+  const double prior_gy = kSpeedPriorWeight * prior_scale_;
+  sum_gy_ = kForgetting * (sum_gy_ - prior_gy) + w * g * y + prior_gy;
   sum_gg_ = kForgetting * (sum_gg_ - kSpeedPriorWeight) + w * g * g + kSpeedPriorWeight;
   if (!learn_shape_ || !unqueued) return;
   Vec x = Features(f);

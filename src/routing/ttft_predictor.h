@@ -110,6 +110,13 @@ class TtftPredictor {
   using Vec = std::array<double, kDim>;
 
   explicit TtftPredictor(bool learn_shape = true) : learn_shape_(learn_shape) {}
+  // The speed prior: s before any observation and the pseudo-observation that is never
+  // forgotten (1 = the prior coefficients; clamped to [kMinScale, kMaxScale]). The router
+  // sets it from the endpoint's offline profile when the deployment gives one
+  // (EndpointInfo::prefill_profile: its per-token cost over c_prefill), so that a pool of
+  // mixed GPUs is routed as mixed before each endpoint has finished a request. Call it
+  // before the first Observe.
+  void SetSpeedPrior(double s);
   TtftPrediction Predict(const TtftFeatures& f) const;
   // One observation: a request dispatched with features `f` had TTFT `observed_s`.
   void Observe(const TtftFeatures& f, double observed_s);
@@ -165,6 +172,7 @@ class TtftPredictor {
   double ShapedWork(const TtftFeatures& f) const;
 
   bool learn_shape_;
+  double prior_scale_ = 1;             // SetSpeedPrior
   double sum_gy_ = kSpeedPriorWeight;  // one-factor fit: decayed sums, prior included
   double sum_gg_ = kSpeedPriorWeight;
   double t0_ = 0.05;  // the learned fixed cost; starts at the prior's

@@ -2,17 +2,21 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 
 #include "common/progress.h"
 #include "engine/profile.h"
+#include "routing/strategy.h"
+#include "sim/random_scenario.h"
 #include "sim/scenarios.h"
 #include "workload/report.h"
 
@@ -24,6 +28,7 @@ struct CliOptions {
   std::string strategies;  // comma-separated; empty = DefaultStrategies()
   size_t trials = 3;
   uint64_t seed = 1;
+  size_t count = 20;  // --scenario random: scenarios (seeds seed .. seed + count - 1)
   size_t jobs = 2;
   std::string out = "results/sim";
   std::string trace = "data/traces/mooncake_conversation_trace.jsonl";
@@ -55,6 +60,8 @@ struct CliOptions {
   size_t admission_awaiting = 0;
   bool no_cached_tokens = false;
   bool quiet = false;
+  // Score-term weights "TERM=W,..." (routing/strategy.h kPredictedTtftTerms), every run.
+  std::string strategy_options;
   std::string records;  // non-empty: per-request JSONL of each run's first trial under it
 };
 
@@ -191,7 +198,95 @@ Result<Scenario> AdHocScenario(const CliOptions& o, const ScenarioParams& params
   return s;
 }
 
+// "TERM=W,..." with TERM one of kPredictedTtftTerms and W >= 0.
+Result<std::map<std::string, double, std::less<>>> ParseStrategyOptions(const std::string& list) {
+  std::map<std::string, double, std::less<>> out;
+  for (const auto& item : SplitList(list)) {
+    const size_t eq = item.find('=');
+    const std::string term = item.substr(0, eq);
+    const auto& terms = routing::kPredictedTtftTerms;
+    if (eq == std::string::npos ||
+        std::find(std::begin(terms), std::end(terms), term) == std::end(terms))
+      return Status(ErrorCode::kInvalidArgument,
+                    "--strategy-options wants TERM=WEIGHT,... with TERM one of extra_work, evict, "
+                    "fill, decode; got '" +
+                        item + "'");
+    char* end = nullptr;
+    const double w = std::strtod(item.c_str() + eq + 1, &end);
+    if (end == item.c_str() + eq + 1 || *end != '\0' || !(w >= 0))
+      return Status(ErrorCode::kInvalidArgument,
+                    "--strategy-options: bad weight in '" + item + "'");
+    out[term] = w;
+  }
+  return out;
+}
+
+// --scenario random: RunRandom over seeds seed .. seed + count - 1 (sim/random_scenario.h);
+// prints each scenario's line with the best figures, then the table; writes random.json.
+int RunRandomScenarios(const CliOptions& o) {
+  RandomPlan plan;
+  plan.strategies = o.strategies.empty() ? DefaultStrategies() : SplitList(o.strategies);
+  plan.seed = o.seed;
+  plan.count = o.count;
+  plan.jobs = o.jobs;
+  plan.native_scrape_intervals = !o.uniform_scrapes;
+  auto weights = ParseStrategyOptions(o.strategy_options);
+  if (!weights.ok()) {
+    fmt::print(stderr, "simulate: {}\n", weights.status().message());
+    return 2;
+  }
+  plan.strategy_options = *weights;
+  ProgressLine progress(TerminalStderr(), "simulate random", "runs", 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [t0] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  size_t done = 0;
+  plan.on_progress = [&](size_t d, size_t total) {
+    progress.set_total(total);
+    progress.Update(done = d, elapsed());
+  };
+  auto doc = RunRandom(plan);
+  progress.Finish(done, elapsed());
+  if (!doc.ok()) {
+    fmt::print(stderr, "simulate: random: {}\n", doc.status().message());
+    return 1;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(o.out, ec);
+  std::string path = (std::filesystem::path(o.out) / "random.json").string();
+  std::ofstream f(path);
+  f << boost::json::serialize(*doc) << "\n";
+  if (!f) {
+    fmt::print(stderr, "simulate: cannot write {}\n", path);
+    return 1;
+  }
+  if (!o.quiet) {
+    for (const auto& v : (*doc)["scenarios"].as_array()) {
+      const auto& s = v.as_object();
+      std::string figures;
+      for (const auto& [name, r] : s.at("results").as_object()) {
+        if (name == "predicted-ttft") {
+          auto num = [&](const char* k) {
+            const auto& x = r.as_object().at(k);
+            return x.is_null() ? std::string("-") : fmt::format("{:.2f}", x.to_number<double>());
+          };
+          figures = fmt::format(" | predicted-ttft {}/{}/{} s", num("ttft_p50_s"),
+                                num("ttft_p90_s"), num("e2e_p90_s"));
+        }
+      }
+      fmt::print("{}{}\n", s.at("line").as_string().c_str(), figures);
+    }
+  }
+  fmt::print("{}", FormatRandomTable((*doc)["table"].as_object()));
+  fmt::print("random: {} simulated requests in {:.2f} s wall -> {}\n",
+             (*doc)["simulated_requests"].to_number<size_t>(), (*doc)["wall_s"].to_number<double>(),
+             path);
+  return 0;
+}
+
 int Run(const CliOptions& o) {
+  if (o.workload.empty() && o.scenario == "random") return RunRandomScenarios(o);
   ScenarioParams params;
   params.trace_path = o.trace;
   params.scale = o.scale;
@@ -226,6 +321,13 @@ int Run(const CliOptions& o) {
       scenarios.push_back(std::move(*s));
     }
   }
+  auto weights = ParseStrategyOptions(o.strategy_options);
+  if (!weights.ok()) {
+    fmt::print(stderr, "simulate: {}\n", weights.status().message());
+    return 2;
+  }
+  for (auto& s : scenarios)
+    for (auto& c : s.conditions) c.options.strategy_options = *weights;
   std::error_code ec;
   std::filesystem::create_directories(o.out, ec);
   double total_wall = 0;
@@ -290,11 +392,14 @@ void RegisterCommand(CLI::App& app) {
       "simulate", "Virtual-time cluster simulation: engine models + the routing core");
   cmd->add_option("--scenario", opts->scenario,
                   "light-load, capacity, trace, heterogeneous, restarts, kv-events, large-prefix, "
-                  "burst, overload, small-pool, routers, cost-shape (comma list) or all")
+                  "burst, overload, small-pool, routers, cost-shape (comma list) or all; or random "
+                  "(--count scenarios drawn from seeds --seed.., sim/random_scenario.h)")
       ->capture_default_str();
   cmd->add_option("--strategies", opts->strategies,
                   "comma-separated strategies (default: every registered one + oracle)");
   cmd->add_option("--trials", opts->trials, "trials per condition")->capture_default_str();
+  cmd->add_option("--count", opts->count, "--scenario random: scenarios (seeds --seed onwards)")
+      ->capture_default_str();
   cmd->add_option("--seed", opts->seed, "base seed (trial t uses seed + t)")->capture_default_str();
   cmd->add_option("--jobs", opts->jobs, "simulation threads")->capture_default_str();
   cmd->add_option("--out", opts->out, "output directory")->capture_default_str();
@@ -347,6 +452,9 @@ void RegisterCommand(CLI::App& app) {
   cmd->add_flag("--no-cached-token-details", opts->no_cached_tokens,
                 "ad-hoc: usage without prompt_tokens_details (vLLM's default)");
   cmd->add_flag("--quiet", opts->quiet, "print only the timing lines");
+  cmd->add_option("--strategy-options", opts->strategy_options,
+                  "predicted-ttft's score-term weights TERM=W,... (extra_work, evict, fill, "
+                  "decode; default 1 each; 0 ablates the term)");
   cmd->add_option("--records", opts->records,
                   "directory for per-request records (JSONL) of each run's first trial, "
                   "DIR/<scenario>/<workload>_<label>_<strategy>.jsonl (for the reports' plots)");

@@ -27,9 +27,9 @@ Runner::Runner(const workload::SessionSource& sessions, const SimOptions& o)
   model_ = o.replicas.front().profile.model_name;
   for (size_t g = 0; g < std::max<size_t>(1, o.routers); ++g) {
     Gateway gw;
-    gw.router = std::make_unique<routing::Router>(
-        routing::RouterConfig{o.block_chars, "predicted-ttft", 5.0,
-                              o.seed + (o.same_router_seed ? 0 : 7919 * g), o.learn_cost_shape});
+    gw.router = std::make_unique<routing::Router>(routing::RouterConfig{
+        o.block_chars, "predicted-ttft", 5.0, o.seed + (o.same_router_seed ? 0 : 7919 * g),
+        o.learn_cost_shape, o.strategy_options});
     gw.failed_scrapes.assign(replicas_.size(), 0);
     gw.healthy.assign(replicas_.size(), true);
     gw.awaiting.assign(replicas_.size(), 0);

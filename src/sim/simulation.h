@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,8 @@ struct SimOptions {
   bool same_router_seed = false;
   // The routers learn the TTFT cost's shape, not only its speed (RouterConfig).
   bool learn_cost_shape = true;
+  // Score-term weights for the routers' strategies (RouterConfig::strategy_options).
+  std::map<std::string, double, std::less<>> strategy_options;
   // Whether usage carries prompt_tokens_details.cached_tokens (vLLM's
   // --enable-prompt-tokens-details; off by default in vLLM).
   bool usage_cached_tokens = true;

@@ -203,6 +203,37 @@ TEST_F(PeersTest, DynamoCostOrdersPrefillAgainstActiveBlocks) {
   EXPECT_DOUBLE_EQ(Score(d, "b"), 13 + 13);
 }
 
+// A restarted replica's cache is empty and a removed one's state must not outlive it:
+// gie's and sglang's per-endpoint indexes and dynamo's cached blocks forget it
+// (Strategy::OnEndpointReset / OnEndpointRemoved), while dynamo's active blocks stay until
+// their requests finish.
+TEST_F(PeersTest, PeersForgetAResetOrRemovedEndpointsCache) {
+  const std::string x = Text(40, 4096);
+  const auto r = Req("r", x + Text(41, 256));
+  for (const std::string s : {"gie", "sglang", "dynamo"}) {
+    for (bool remove : {false, true}) {
+      router.AddEndpoint({"a", "m", "p"}, 0);
+      for (const char* id : {"a", "b", "c"}) Metrics(id, 0, 0);
+      const std::string id = s + (remove ? "-removed" : "-reset");
+      DispatchTo("a", Req(id, x), s);
+      router.OnFinished(id, Usage{1024, 0, 1}, Outcome::kSuccess, 1);
+      Decision warm = Pick(r, s, {"a", "b"}, 1);
+      EXPECT_LT(Score(warm, "a"), Score(warm, "b")) << id;
+      if (remove) {
+        router.RemoveEndpoint("a");
+        router.AddEndpoint({"a", "m", "p"}, 1);
+        Metrics("a", 0, 0);
+      } else {
+        router.ResetEndpoint("a");
+      }
+      Decision cold = Pick(r, s, {"a", "b"}, 1);
+      EXPECT_DOUBLE_EQ(Score(cold, "a"), Score(cold, "b")) << id;
+      router.ResetEndpoint("b");
+      router.ResetEndpoint("c");
+    }
+  }
+}
+
 TEST_F(PeersTest, MooncakeTradesQueuedPrefillAgainstCacheHits) {
   std::string x = Text(40, 8000);  // 2000 tokens at the prior 4 chars/token
   DispatchTo("a", Req("x", x), "mooncake");

@@ -63,6 +63,31 @@ class RouterTest : public ::testing::Test {
   Router router;
 };
 
+// A pool of mixed GPUs whose offline profiles are known is routed as mixed from the first
+// request: the profile is each endpoint's speed prior (TtftPredictor::SetSpeedPrior).
+TEST(RouterSpeedPrior, OfflineProfilesMakeTheFasterEndpointFirstChoice) {
+  Router router(RouterConfig{});
+  router.AddEndpoint({"slow", "m", "l40s", PrefillProfile{4e-4, 0}}, 0);
+  router.AddEndpoint({"fast", "m", "h100", PrefillProfile{1e-4, 0}}, 0);
+  auto d = router.Pick(Req("r1", Text(1, 8000)), {}, "", 0);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->endpoint, "fast");
+  double slow = 0, fast = 0;
+  for (const auto& c : d->candidates) (c.endpoint == "slow" ? slow : fast) = c.predicted_ttft_s;
+  EXPECT_GT(slow, 3 * fast);
+  // The profiles order the endpoints; the level is the prior's until observed: a pool of
+  // one kind predicts as one without profiles.
+  Router same(RouterConfig{}), none(RouterConfig{});
+  same.AddEndpoint({"x", "m", "l40s", PrefillProfile{4e-4, 0}}, 0);
+  same.AddEndpoint({"y", "m", "l40s", PrefillProfile{4e-4, 0}}, 0);
+  none.AddEndpoint({"x", "m", "l40s"}, 0);
+  none.AddEndpoint({"y", "m", "l40s"}, 0);
+  auto a = same.Pick(Req("r2", Text(2, 8000)), {}, "", 0);
+  auto b = none.Pick(Req("r2", Text(2, 8000)), {}, "", 0);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_DOUBLE_EQ(a->predicted_ttft_s, b->predicted_ttft_s);
+}
+
 TEST_F(RouterTest, ErrorCodes) {
   auto f = Req("r", Text(1, 100));
   auto bad = router.Pick(f, {}, "no-such", 0);

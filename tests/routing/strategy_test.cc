@@ -256,6 +256,32 @@ TEST(Strategy, PredictedTtftWeighsDecodingAmongWarmReplicas) {
   EXPECT_EQ(ChooseWith("predicted-ttft", ac), 1u);
 }
 
+// StrategyOptions::weights ablates a term: without the decode term (weight 0) the warm
+// replica with the lowest predicted TTFT wins, its decoding load no longer charged.
+TEST(Strategy, PredictedTtftTermWeightsAblateTheDecodeTerm) {
+  Fixture fx(2);
+  for (auto& v : fx.views) {
+    v.output_tokens = 256;
+    v.itl_delta_s = 0.002;
+    v.matched_tokens = 16000;
+  }
+  fx.views[0].predicted_ttft_s = 0.3;
+  fx.views[0].decode_seqs = 20;
+  fx.views[0].itl_s = 0.080;
+  fx.views[1].predicted_ttft_s = 0.5;
+  fx.views[1].queue_wait_s = 0.2;
+  fx.views[1].decode_seqs = 2;
+  fx.views[1].itl_s = 0.045;
+  auto f = FindStrategy("predicted-ttft");
+  ASSERT_TRUE(f.has_value());
+  std::vector<double> scores(2);
+  EXPECT_EQ((*f)(StrategyOptions{})->Choose({}, fx.views, scores, 0), 1u);
+  StrategyOptions ablated;
+  ablated.weights["decode"] = 0;
+  EXPECT_EQ((*f)(ablated)->Choose({}, fx.views, scores, 0), 0u);
+  EXPECT_DOUBLE_EQ(scores[0], 0.3);
+}
+
 // One 32,000-token prefix on every request: a is warm with 4 decoding; b holds the prefix
 // in the index but is still prefilling it for the first time (7 s of queue). The
 // endpoint's fixed cost per request (the predictor's t0: front end, scheduling) occupies

@@ -50,6 +50,18 @@ TEST(TtftPredictor, ConvergesToGroundTruth) {
   }
 }
 
+// An offline profile's speed is the prediction before any observation; the endpoint's own
+// requests take over from the first ones.
+TEST(TtftPredictor, SpeedPriorSetsThePredictionUntilObservationsCome) {
+  TtftPredictor p;
+  p.SetSpeedPrior(2.0);
+  const TtftFeatures f{0, 4000, 0, 0};
+  EXPECT_NEAR(p.scale(), 2.0, 1e-12);
+  EXPECT_NEAR(p.Predict(f).ttft_s - p.fixed_cost(), 2.0 * TtftPredictor::PriorWork(f), 1e-9);
+  for (int i = 0; i < 10; ++i) p.Observe(f, Truth(f));  // really 0.32
+  EXPECT_NEAR(p.scale(), 0.32, 0.05);
+}
+
 TEST(TtftPredictor, AdaptsWhenTheEndpointSlowsDown) {
   TtftPredictor p;
   auto truth = [](const TtftFeatures& f, double s) {

@@ -68,6 +68,16 @@ class DynamoStrategy final : public Strategy {
     if (it != requests_.end()) Release(it);
   }
 
+  void OnEndpointRemoved(const EndpointId& endpoint) override {
+    std::erase_if(requests_, [&](const auto& r) { return r.second.endpoint == endpoint; });
+    workers_.erase(endpoint);
+  }
+  // The cached blocks go; the active ones stay until their requests finish or fail.
+  void OnEndpointReset(const EndpointId& endpoint) override {
+    auto it = workers_.find(endpoint);
+    if (it != workers_.end()) it->second.cached = TtlBlockSet(d_.block_ttl_s);
+  }
+
  private:
   struct Worker {
     explicit Worker(double ttl_s) : cached(ttl_s) {}

@@ -53,6 +53,9 @@ class GieStrategy final : public Strategy {
     return ArgMin(scores, {}, rng_);
   }
 
+  void OnEndpointRemoved(const EndpointId& endpoint) override { index_.erase(endpoint); }
+  void OnEndpointReset(const EndpointId& endpoint) override { index_.erase(endpoint); }
+
   void OnDispatched(const RequestFeatures& r, const EndpointId& endpoint, Seconds) override {
     const double block_chars = EstimateBlockChars(r);
     std::span<const uint64_t> chain = Capped(r, block_chars);

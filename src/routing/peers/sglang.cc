@@ -56,6 +56,9 @@ class SglangStrategy final : public Strategy {
     return ArgMin(scores, load, rng_);
   }
 
+  void OnEndpointRemoved(const EndpointId& endpoint) override { trees_.erase(endpoint); }
+  void OnEndpointReset(const EndpointId& endpoint) override { trees_.erase(endpoint); }
+
   void OnDispatched(const RequestFeatures& r, const EndpointId& endpoint, Seconds) override {
     if (r.block_hashes.empty()) return;
     auto it = trees_.find(endpoint);
